@@ -1,0 +1,386 @@
+"""Replay buffers that sample by score through a sum tree and return importance-sampling weights."""
+
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_complementary.common.features import TransitionFeatures, action_feature_dim, observation_feature_dim
+from sb3_complementary.common.sum_tree import SumTree
+from sb3_complementary.common.validation import check_choice, check_range
+
+INITIAL_SCORES = ("max", "neutral")
+#: Score given to new transitions with ``initial_score="neutral"``: the extractor's "don't know".
+NEUTRAL_SCORE = 0.5
+
+
+class WeightedSamples(NamedTuple):
+    """
+    One sampled batch plus what a weighted update and its feedback need.
+
+    :param samples: The SB3 samples, exactly as a uniform buffer would return them.
+    :param indices: ``(batch_size,)`` flat indices ``pos * n_envs + env`` of the transitions.
+    :param weights: ``(batch_size, 1)`` IS weights normalised by their batch maximum, on the buffer's device.
+    :param raw_weights: ``(batch_size,)`` un-normalised IS weights ``(N * P(i)) ** -beta`` (for logging).
+    :param control: ``(batch_size,)`` True where the transition came from the uniform share:
+        the control group that contribution labels are compared against.
+    """
+
+    samples: ReplayBufferSamples | DictReplayBufferSamples
+    indices: np.ndarray
+    weights: th.Tensor
+    raw_weights: np.ndarray
+    control: np.ndarray
+
+
+class ComplementaryReplayBuffer(ReplayBuffer):
+    """
+    SB3 ``ReplayBuffer`` that samples transitions proportionally to ``(score + epsilon) ** alpha``.
+
+    One sum-tree leaf per stored transition, across all envs (flat index ``pos * n_envs + env``).
+    A share ``uniform_fraction`` of every batch is drawn uniformly (as SB3 would, same RNG calls),
+    which guards against feedback loops and serves as the control group; importance-sampling
+    weights ``(N * P(i)) ** -beta`` are computed against the resulting mixture distribution.
+
+    Who sets the scores is up to the algorithm: ``PrioritizedDQN`` writes ``|TD|`` (classic
+    PER), ``ComplementaryDQN`` writes the experience extractor's scores. The buffer also
+    stores the per-transition features of :class:`TransitionFeatures` for the extractor.
+
+    :param buffer_size: Max number of transitions (over all envs), as in SB3.
+    :param observation_space: Observation space.
+    :param action_space: Action space.
+    :param device: PyTorch device.
+    :param n_envs: Number of parallel environments.
+    :param optimize_memory_usage: SB3's memory-efficient layout (``next_obs`` shares storage).
+    :param handle_timeout_termination: Treat time-limit truncation as non-terminal, as in SB3.
+    :param n_steps: n-step returns when > 1 (as SB3's ``NStepReplayBuffer``).
+    :param gamma: Discount for n-step returns.
+    :param alpha: Priority exponent, >= 0 (0 = uniform).
+    :param beta: Initial IS exponent in [0, 1]; the algorithm anneals ``self.beta`` to 1.
+    :param epsilon: Added to scores so no valid transition has zero probability, >= 0.
+    :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1].
+    :param score_floor: Scores are clipped from below to this value, >= 0 (also the fallback for NaN scores).
+    :param initial_score: Score of a new transition: ``"max"`` (highest score so far, so it is
+        replayed soon, as in PER) or ``"neutral"`` (0.5).
+    :param include_observation: Append the raw observation to the features (small flat Box only).
+    """
+
+    observations: Any
+    next_observations: Any
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        n_steps: int = 1,
+        gamma: float = 0.99,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        epsilon: float = 1e-6,
+        uniform_fraction: float = 0.0,
+        score_floor: float = 0.0,
+        initial_score: str = "max",
+        include_observation: bool = False,
+    ) -> None:
+        check_range("alpha", alpha, low=0.0)
+        check_range("beta", beta, low=0.0, high=1.0)
+        check_range("epsilon", epsilon, low=0.0)
+        check_range("uniform_fraction", uniform_fraction, low=0.0, high=1.0)
+        check_range("score_floor", score_floor, low=0.0)
+        check_range("n_steps", n_steps, low=1)
+        check_choice("initial_score", initial_score, INITIAL_SCORES)
+        if epsilon == 0 and score_floor == 0 and uniform_fraction < 1:
+            raise ValueError("epsilon and score_floor cannot both be 0: a transition could never be sampled again")
+        action_feature_dim(action_space)  # fails early, naming the space, if features cannot encode it
+        if include_observation:
+            observation_feature_dim(observation_space)
+        if n_steps > 1 and optimize_memory_usage:
+            raise ValueError("n_steps > 1 is not supported with optimize_memory_usage=True (as in SB3's NStepReplayBuffer)")
+        super().__init__(
+            buffer_size,
+            observation_space,  # type: ignore[arg-type]
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            optimize_memory_usage=optimize_memory_usage,
+            handle_timeout_termination=handle_timeout_termination,
+        )
+        self.n_steps = n_steps
+        self.gamma = gamma
+        self.alpha = alpha
+        self.beta = beta
+        self.epsilon = epsilon
+        self.uniform_fraction = uniform_fraction
+        self.score_floor = score_floor
+        self.initial_score = initial_score
+        self.include_observation = include_observation
+
+        self.tree = SumTree(self.buffer_size * self.n_envs)
+        self.scores = np.zeros(self.buffer_size * self.n_envs, dtype=np.float32)
+        self.max_score = 1.0
+        self.features = TransitionFeatures(self.buffer_size, self.n_envs, action_space)
+        #: Rows added so far (one row = one transition per env); the clock for ages.
+        self.n_added = 0
+
+    # ------------------------------------------------------------------ storage
+    def add(  # type: ignore[override]
+        self,
+        obs: Any,
+        next_obs: Any,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        pos = self.pos
+        self.features.add(pos, action.reshape((self.n_envs, self.action_dim)), reward, done, infos, self.n_added)
+        super().add(obs, next_obs, action, reward, done, infos)
+        self.n_added += 1
+
+        new = pos * self.n_envs + np.arange(self.n_envs)
+        initial = self.max_score if self.initial_score == "max" else NEUTRAL_SCORE
+        self.scores[new] = initial
+        self.tree.update(new, np.full(self.n_envs, self.priority(initial)))
+        if self.optimize_memory_usage and self.full:
+            # The row now at self.pos had its observation overwritten by next_obs: unsampleable until rewritten.
+            self.tree.update(self.pos * self.n_envs + np.arange(self.n_envs), np.zeros(self.n_envs))
+
+    def priority(self, scores: np.ndarray | float) -> np.ndarray:
+        """Sampling priority ``(max(score, floor) + epsilon) ** alpha`` of scores."""
+        return (np.maximum(scores, self.score_floor) + self.epsilon) ** self.alpha
+
+    def valid_indices(self) -> np.ndarray:
+        """Flat indices of every sampleable transition."""
+        indices = np.arange(self.size() * self.n_envs)
+        if self.optimize_memory_usage and self.full:
+            indices = indices[indices // self.n_envs != self.pos]
+        return indices
+
+    def n_valid(self) -> int:
+        return self.size() * self.n_envs - (self.n_envs if (self.optimize_memory_usage and self.full) else 0)
+
+    def recent_indices(self, n: int) -> np.ndarray:
+        """Flat indices of (about) the ``n`` freshest transitions: the probe set for the influence signal."""
+        rows = min(max(n // self.n_envs, 1), self.size())
+        pos = (self.pos - 1 - np.arange(rows)) % self.buffer_size
+        return (pos[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
+
+    # ------------------------------------------------------------------ scores
+    def _sanitize(self, scores: np.ndarray) -> np.ndarray:
+        scores = np.asarray(scores, dtype=np.float32).reshape(-1)
+        bad = ~np.isfinite(scores)
+        if bad.any():
+            warnings.warn(
+                f"{int(bad.sum())} non-finite transition scores replaced by the score floor ({self.score_floor})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            scores = np.where(bad, self.score_floor, scores)
+        return np.maximum(scores, self.score_floor)
+
+    def update_scores(self, indices: np.ndarray, scores: np.ndarray) -> None:
+        """
+        Set the scores of some transitions (e.g. ``|TD|`` after a PER update).
+
+        Non-finite scores trigger a warning and fall back to ``score_floor``; the tree never
+        holds a NaN or a negative value.
+
+        :param indices: ``(n,)`` flat indices.
+        :param scores: ``(n,)`` new scores.
+        """
+        scores = self._sanitize(scores)
+        self.scores[indices] = scores
+        if scores.size:
+            self.max_score = max(self.max_score, float(scores.max()))
+        self.tree.update(indices, self.priority(scores))
+
+    def refresh_scores(self, score_fn: Callable[[np.ndarray], np.ndarray], chunk_size: int = 65536) -> np.ndarray:
+        """
+        Re-score every stored transition in batches and rebuild the tree in one pass.
+
+        :param score_fn: Maps a ``(n, n_features)`` feature matrix to ``(n,)`` scores.
+        :param chunk_size: Transitions per forward pass.
+        :return: ``(n_valid,)`` flat indices that were scored (same order as ``self.scores[indices]``).
+        """
+        indices = self.valid_indices()
+        scores = np.empty(len(indices), dtype=np.float32)
+        for start in range(0, len(indices), chunk_size):
+            chunk = indices[start : start + chunk_size]
+            scores[start : start + chunk_size] = np.asarray(score_fn(self.feature_matrix(chunk))).reshape(-1)
+        scores = self._sanitize(scores)
+        self.scores[:] = 0.0
+        self.scores[indices] = scores
+        if scores.size:
+            self.max_score = float(scores.max())
+        priorities = np.zeros(self.tree.capacity)
+        priorities[indices] = self.priority(scores)
+        self.tree.set_all(priorities)
+        return indices
+
+    def feature_matrix(self, indices: np.ndarray) -> np.ndarray:
+        """``(n, n_features)`` extractor input of some transitions, as of now."""
+        observations = None
+        if self.include_observation:
+            pos, env = np.divmod(indices, self.n_envs)
+            observations = self.observations[pos, env]
+        return self.features.matrix(indices, self.n_added, observations)
+
+    @property
+    def n_features(self) -> int:
+        extra = observation_feature_dim(self.observation_space) if self.include_observation else 0
+        return self.features.n_columns + extra
+
+    def record_use(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
+        """Feed back the ``|TD|`` just measured on sampled transitions, and count their use."""
+        self.features.record_use(indices, td_abs, self.n_added)
+
+    # ------------------------------------------------------------------ sampling
+    def sampling_probabilities(self, indices: np.ndarray, uniform_share: float) -> np.ndarray:
+        """
+        Probability that one batch slot draws each transition, under the uniform/score mixture.
+
+        :param indices: ``(n,)`` flat indices of valid transitions.
+        :param uniform_share: Share of the batch drawn uniformly.
+        :return: ``(n,)`` probabilities ``u / N + (1 - u) * p_i / sum(p)``.
+        """
+        n_valid = self.n_valid()
+        total = self.tree.total
+        score_part = self.tree.leaves[indices] / total if total > 0 else 0.0
+        return uniform_share / n_valid + (1.0 - uniform_share) * score_part
+
+    def _uniform_rows(self, n: int) -> np.ndarray:
+        """Rows drawn exactly as SB3's uniform ``sample`` draws them (same RNG calls)."""
+        if self.optimize_memory_usage and self.full:
+            return (np.random.randint(1, self.buffer_size, size=n) + self.pos) % self.buffer_size
+        upper_bound = self.buffer_size if self.full else self.pos
+        return np.random.randint(0, upper_bound, size=n)
+
+    def sample_weighted(self, batch_size: int, env: VecNormalize | None = None) -> WeightedSamples:
+        """
+        Draw a batch: a uniform share, the rest stratified by priority, with IS weights.
+
+        :param batch_size: Number of transitions.
+        :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
+        """
+        n_uniform = round(batch_size * self.uniform_fraction)
+        if self.tree.total <= 0:
+            n_uniform = batch_size
+        rows = self._uniform_rows(n_uniform)
+        envs = np.random.randint(0, self.n_envs, size=n_uniform)
+        uniform_indices = rows * self.n_envs + envs
+        scored_indices = self.tree.sample_stratified(np.random.random(batch_size - n_uniform))
+        indices = np.concatenate([uniform_indices, scored_indices])
+
+        probabilities = self.sampling_probabilities(indices, n_uniform / batch_size)
+        raw_weights = (self.n_valid() * probabilities) ** -self.beta
+        weights = raw_weights / raw_weights.max()
+
+        control = np.zeros(batch_size, dtype=bool)
+        control[:n_uniform] = True
+        return WeightedSamples(
+            samples=self.get_samples_at(indices, env),
+            indices=indices,
+            weights=self.to_torch(weights.astype(np.float32).reshape(-1, 1)),
+            raw_weights=raw_weights,
+            control=control,
+        )
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:  # type: ignore[override]
+        """Score-proportional samples without weights, for code that expects a plain SB3 buffer."""
+        return self.sample_weighted(batch_size, env).samples  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ gathering
+    def _observations_at(self, storage: Any, rows: np.ndarray, envs: np.ndarray, env: VecNormalize | None) -> Any:
+        if isinstance(storage, dict):
+            obs = self._normalize_obs({key: value[rows, envs] for key, value in storage.items()}, env)
+            return {key: self.to_torch(value) for key, value in obs.items()}  # type: ignore[union-attr]
+        return self.to_torch(self._normalize_obs(storage[rows, envs], env))  # type: ignore[arg-type]
+
+    def get_samples_at(
+        self, indices: np.ndarray, env: VecNormalize | None = None
+    ) -> ReplayBufferSamples | DictReplayBufferSamples:
+        """
+        Build SB3 samples for given flat indices (1-step, memory-optimised or n-step).
+
+        The samples are built with keyword arguments so that fields SB3 adds later keep their defaults.
+
+        :param indices: ``(n,)`` flat indices ``pos * n_envs + env``.
+        :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
+        """
+        rows, envs = np.divmod(indices, self.n_envs)
+        samples_class = DictReplayBufferSamples if isinstance(self.observations, dict) else ReplayBufferSamples
+        fields: dict[str, Any] = {
+            "observations": self._observations_at(self.observations, rows, envs, env),
+            "actions": self.to_torch(self.actions[rows, envs]),
+        }
+        if self.n_steps > 1:
+            next_rows, returns, dones, discounts = self._n_step_targets(rows, envs, env)
+            fields["discounts"] = self.to_torch(discounts)
+        else:
+            next_rows = rows
+            returns = self._normalize_reward(self.rewards[rows, envs].reshape(-1, 1), env)
+            dones = (self.dones[rows, envs] * (1 - self.timeouts[rows, envs])).reshape(-1, 1)
+        if self.optimize_memory_usage:
+            fields["next_observations"] = self._observations_at(
+                self.observations, (next_rows + 1) % self.buffer_size, envs, env
+            )
+        else:
+            fields["next_observations"] = self._observations_at(self.next_observations, next_rows, envs, env)
+        fields["dones"] = self.to_torch(dones)
+        fields["rewards"] = self.to_torch(returns)
+        return samples_class(**fields)
+
+    def _n_step_targets(
+        self, rows: np.ndarray, envs: np.ndarray, env: VecNormalize | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """
+        n-step return, last row, done flag and bootstrap discount, as SB3's ``NStepReplayBuffer``.
+
+        :return: ``last_rows (n,)``, ``returns (n, 1)``, ``dones (n, 1)``, ``discounts (n, 1)``.
+        """
+        # The freshest row is followed by stale data: treat it as truncated while gathering.
+        last_valid = self.pos - 1
+        saved_timeouts = self.timeouts[last_valid].copy()
+        self.timeouts[last_valid] = np.logical_or(saved_timeouts, np.logical_not(self.dones[last_valid]))
+        try:
+            steps = np.arange(self.n_steps)
+            seq = (rows[:, None] + steps) % self.buffer_size  # (n, n_steps)
+            rewards = self._normalize_reward(self.rewards[seq, envs[:, None]], env)
+            ended = np.logical_or(self.dones[seq, envs[:, None]], self.timeouts[seq, envs[:, None]])
+            end = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
+            mask = steps[None, :] <= end[:, None]
+            discounts = (self.gamma ** mask.sum(axis=1, keepdims=True)).astype(np.float32)
+            returns = (rewards * (self.gamma ** steps.astype(np.float32)) * mask).sum(axis=1, keepdims=True)
+            last_rows = (rows + end) % self.buffer_size
+            dones = (self.dones[last_rows, envs] * (1.0 - self.timeouts[last_rows, envs]))[:, None]
+        finally:
+            self.timeouts[last_valid] = saved_timeouts
+        return last_rows, returns.astype(np.float32), dones.astype(np.float32), discounts
+
+
+class ComplementaryDictReplayBuffer(ComplementaryReplayBuffer, DictReplayBuffer):
+    """
+    :class:`ComplementaryReplayBuffer` for ``Dict`` observation spaces (``MultiInputPolicy``).
+
+    Storage and ``add`` come from SB3's ``DictReplayBuffer``; scoring, sampling and the
+    n-step gather are shared with :class:`ComplementaryReplayBuffer`. Like SB3, it does not
+    support ``optimize_memory_usage``.
+    """
+
+    def __init__(self, buffer_size: int, observation_space: spaces.Space, action_space: spaces.Space, **kwargs: Any):
+        if not isinstance(observation_space, spaces.Dict):
+            raise ValueError(f"ComplementaryDictReplayBuffer needs a Dict observation space, got {observation_space}")
+        if kwargs.get("optimize_memory_usage"):
+            raise ValueError("ComplementaryDictReplayBuffer does not support optimize_memory_usage=True (as in SB3)")
+        super().__init__(buffer_size, observation_space, action_space, **kwargs)

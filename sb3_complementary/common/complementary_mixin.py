@@ -1,0 +1,132 @@
+"""The experience extractor's side of a Complementary algorithm: setup, feedback, callback, persistence."""
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
+from stable_baselines3.common.type_aliases import MaybeCallback
+
+from sb3_complementary.common.buffers import WeightedSamples
+from sb3_complementary.common.callbacks import ExtractorTrainingCallback
+from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, make_signal
+from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.common.label_store import LabelStore
+from sb3_complementary.common.validation import check_choice, check_range
+from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
+
+
+class ComplementaryMixin(WeightedReplayMixin):
+    """
+    Replay run by a learned experience extractor that co-evolves with the policy.
+
+    After each gradient step the contribution signal labels the trained batch (with the
+    batch's features as they were when it was sampled) into the label store; the
+    :class:`ExtractorTrainingCallback` fits the extractor on those labels and re-scores the
+    buffer. The extractor and its optimizer are saved with the model.
+    """
+
+    extractor: ExperienceExtractor
+    label_store: LabelStore
+    contribution_signal: ContributionSignal
+
+    def _init_extractor_knobs(
+        self,
+        contribution: str,
+        extractor_net_arch: list[int] | None,
+        extractor_lr_ratio: float,
+        extractor_train_freq: int,
+        extractor_gradient_steps: int,
+        extractor_batch_size: int,
+        refresh_interval: int,
+        coupling_coef: float,
+        probe_size: int,
+        label_capacity: int,
+    ) -> None:
+        check_choice("contribution", contribution, tuple(SIGNALS))
+        net_arch = [64, 64] if extractor_net_arch is None else list(extractor_net_arch)
+        if not net_arch or any(int(w) < 1 for w in net_arch):
+            raise ValueError(f"extractor_net_arch must be a non-empty list of positive layer sizes, got {net_arch!r}")
+        check_range("extractor_lr_ratio", extractor_lr_ratio, low=0.0, low_open=True)
+        check_range("extractor_train_freq", extractor_train_freq, low=1)
+        check_range("extractor_gradient_steps", extractor_gradient_steps, low=1)
+        check_range("extractor_batch_size", extractor_batch_size, low=1)
+        check_range("refresh_interval", refresh_interval, low=1)
+        check_range("coupling_coef", coupling_coef, low=0.0)
+        check_range("probe_size", probe_size, low=1)
+        check_range("label_capacity", label_capacity, low=1)
+        self.contribution = contribution
+        self.extractor_net_arch = net_arch
+        self.extractor_lr_ratio = extractor_lr_ratio
+        self.extractor_train_freq = extractor_train_freq
+        self.extractor_gradient_steps = extractor_gradient_steps
+        self.extractor_batch_size = extractor_batch_size
+        self.refresh_interval = refresh_interval
+        self.coupling_coef = coupling_coef
+        self.probe_size = probe_size
+        self.label_capacity = label_capacity
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        n_features = self.replay_buffer.n_features
+        self.extractor = ExperienceExtractor(
+            n_features,
+            self.extractor_net_arch,
+            learning_rate=self.extractor_lr_ratio * self.lr_schedule(1.0),
+            device=self.device,
+        )
+        self.label_store = LabelStore(self.label_capacity, n_features)
+        self.contribution_signal = make_signal(self.contribution, self.label_store)
+
+    @property
+    def needs_influence(self) -> bool:
+        """Whether ``train()`` must compute the last-layer influence of each sample."""
+        return self.contribution_signal.needs_influence
+
+    def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
+        self._record_weights(batch)
+        features = self.replay_buffer.feature_matrix(batch.indices)
+        self.replay_buffer.record_use(batch.indices, td_abs)
+        self.contribution_signal.observe(
+            features,
+            td_abs,
+            batch.control,
+            None if influence is None else influence.detach().cpu().numpy(),
+        )
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        if not _contains_extractor_callback(callback):
+            if callback is None:
+                callback = ExtractorTrainingCallback()
+            elif isinstance(callback, list):
+                callback = [*callback, ExtractorTrainingCallback()]
+            elif isinstance(callback, BaseCallback):
+                callback = CallbackList([callback, ExtractorTrainingCallback()])
+            else:  # a plain function callback, wrapped as SB3 would wrap it
+                callback = CallbackList([ConvertCallback(callback), ExtractorTrainingCallback()])
+        return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+
+    def _excluded_save_params(self) -> list[str]:
+        # Rebuilt by _setup_model; the label store holds transient, ageing labels only.
+        return [*super()._excluded_save_params(), "extractor", "label_store", "contribution_signal", "replay_rng"]
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        state_dicts, variables = super()._get_torch_save_params()
+        return [*state_dicts, "extractor", "extractor.optimizer"], variables
+
+
+def _contains_extractor_callback(callback: Any) -> bool:
+    if isinstance(callback, ExtractorTrainingCallback):
+        return True
+    if isinstance(callback, CallbackList):
+        return any(_contains_extractor_callback(c) for c in callback.callbacks)
+    if isinstance(callback, list):
+        return any(_contains_extractor_callback(c) for c in callback)
+    return False

@@ -1,0 +1,198 @@
+"""Per-transition features: the experience extractor's input (DESIGN §5)."""
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+#: Names of the scalar feature columns, in matrix order (action and observation columns follow).
+SCALAR_FEATURES = (
+    "reward",
+    "terminal",
+    "timeout",
+    "td_abs",
+    "log_td_staleness",
+    "log_age",
+    "log_sample_count",
+    "episode_return",
+    "log_episode_position",
+    "task_id",
+)
+
+#: Flat Box observations up to this many dimensions may be appended to the features.
+MAX_OBSERVATION_FEATURES = 32
+
+
+def action_feature_dim(action_space: spaces.Space) -> int:
+    """Width of the action block: one-hot for ``Discrete``/``MultiDiscrete``, raw for ``Box``/``MultiBinary``."""
+    if isinstance(action_space, spaces.Discrete):
+        return int(action_space.n)
+    if isinstance(action_space, spaces.MultiDiscrete):
+        return int(np.sum(action_space.nvec))
+    if isinstance(action_space, (spaces.Box, spaces.MultiBinary)):
+        return int(np.prod(action_space.shape))
+    raise ValueError(f"Unsupported action space for complementary replay features: {action_space}")
+
+
+def observation_feature_dim(observation_space: spaces.Space) -> int:
+    """Width of the optional raw-observation block; raises for spaces where raw inputs make no sense (images, dicts)."""
+    if (
+        isinstance(observation_space, spaces.Box)
+        and len(observation_space.shape) == 1
+        and observation_space.shape[0] <= MAX_OBSERVATION_FEATURES
+    ):
+        return int(observation_space.shape[0])
+    raise ValueError(
+        "include_observation=True needs a flat Box observation space with at most "
+        f"{MAX_OBSERVATION_FEATURES} dimensions, got {observation_space}"
+    )
+
+
+class TransitionFeatures:
+    """
+    Cheap, observation-independent statistics of every stored transition.
+
+    Arrays are laid out like SB3's replay storage, ``(buffer_size, n_envs)``, so the flat
+    index ``pos * n_envs + env`` used by the sum tree addresses them after ``reshape(-1)``.
+    Derived quantities (age, staleness of the TD error) are computed at read time from the
+    step stamps, so nothing has to be rewritten as time passes.
+
+    Episode returns are back-filled per env when its episode ends; until then a transition
+    carries the return accumulated so far, which is the best estimate available.
+
+    :param buffer_size: Rows per env (SB3's ``buffer_size // n_envs``).
+    :param n_envs: Number of parallel environments.
+    :param action_space: Used for the action block of the features.
+    """
+
+    def __init__(self, buffer_size: int, n_envs: int, action_space: spaces.Space) -> None:
+        self.buffer_size = buffer_size
+        self.n_envs = n_envs
+        self.action_space = action_space
+        shape = (buffer_size, n_envs)
+        self.reward = np.zeros(shape, dtype=np.float32)
+        self.terminal = np.zeros(shape, dtype=np.float32)
+        self.timeout = np.zeros(shape, dtype=np.float32)
+        self.td_abs = np.zeros(shape, dtype=np.float32)
+        self.td_step = np.full(shape, -1, dtype=np.int64)
+        self.insert_step = np.zeros(shape, dtype=np.int64)
+        self.sample_count = np.zeros(shape, dtype=np.int32)
+        self.episode_return = np.zeros(shape, dtype=np.float32)
+        self.episode_position = np.zeros(shape, dtype=np.int32)
+        self.task_id = np.zeros(shape, dtype=np.float32)
+        self.action = np.zeros((buffer_size, n_envs, action_feature_dim(action_space)), dtype=np.float32)
+        # Per-env bookkeeping of the running episode, for the back-fill.
+        self._episode_length = np.zeros(n_envs, dtype=np.int64)
+        self._running_return = np.zeros(n_envs, dtype=np.float64)
+        #: Returns of episodes finished since the last :meth:`pop_finished_returns`.
+        self.finished_returns: list[float] = []
+
+    @property
+    def n_columns(self) -> int:
+        return len(SCALAR_FEATURES) + self.action.shape[-1]
+
+    def _encode_actions(self, action: np.ndarray) -> np.ndarray:
+        """``(n_envs, action_dim)`` buffer actions → ``(n_envs, A)`` feature block."""
+        space = self.action_space
+        if isinstance(space, spaces.Discrete):
+            return np.eye(int(space.n), dtype=np.float32)[action.reshape(-1).astype(np.int64) - int(space.start)]
+        if isinstance(space, spaces.MultiDiscrete):
+            offsets = np.concatenate([[0], np.cumsum(space.nvec)[:-1]])
+            out = np.zeros((action.shape[0], int(np.sum(space.nvec))), dtype=np.float32)
+            cols = action.reshape(action.shape[0], -1).astype(np.int64) + offsets
+            np.put_along_axis(out, cols, 1.0, axis=1)
+            return out
+        if isinstance(space, spaces.Box):
+            # Buffer actions of SB3 actor-critics are already scaled to [-1, 1]; clip keeps any raw Box bounded.
+            return np.clip(action.reshape(action.shape[0], -1), -1.0, 1.0).astype(np.float32)
+        return action.reshape(action.shape[0], -1).astype(np.float32)
+
+    def add(
+        self,
+        pos: int,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+        step: int,
+    ) -> None:
+        """
+        Record the features of the transitions written at row ``pos`` (one per env).
+
+        :param pos: Row SB3 is about to write.
+        :param action: ``(n_envs, action_dim)`` buffer actions.
+        :param reward: ``(n_envs,)`` raw rewards.
+        :param done: ``(n_envs,)`` episode ends (terminal or truncated).
+        :param infos: One info dict per env (``TimeLimit.truncated``, optional ``task_id``).
+        :param step: Insertion counter (transitions added so far), used for age.
+        """
+        reward = np.asarray(reward, dtype=np.float32).reshape(self.n_envs)
+        done = np.asarray(done, dtype=bool).reshape(self.n_envs)
+        timeout = np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=bool)
+        self.reward[pos] = reward
+        self.terminal[pos] = done & ~timeout
+        self.timeout[pos] = timeout
+        self.td_abs[pos] = 0.0
+        self.td_step[pos] = -1
+        self.insert_step[pos] = step
+        self.sample_count[pos] = 0
+        self.episode_position[pos] = self._episode_length
+        self.task_id[pos] = [float(info.get("task_id", 0)) for info in infos]
+        self.action[pos] = self._encode_actions(action)
+
+        self._episode_length += 1
+        self._running_return += reward
+        self.episode_return[pos] = self._running_return
+        for env_idx in np.flatnonzero(done):
+            self._backfill(env_idx, pos)
+
+    def _backfill(self, env_idx: int, last_pos: int) -> None:
+        """Write the finished episode's return into all of its rows that are still in the buffer."""
+        length = int(min(self._episode_length[env_idx], self.buffer_size))
+        rows = (last_pos - np.arange(length)) % self.buffer_size
+        final_return = self._running_return[env_idx]
+        self.episode_return[rows, env_idx] = final_return
+        self.finished_returns.append(float(final_return))
+        self._episode_length[env_idx] = 0
+        self._running_return[env_idx] = 0.0
+
+    def pop_finished_returns(self) -> list[float]:
+        """Returns of the episodes finished since the last call (for the outcome signal)."""
+        returns, self.finished_returns = self.finished_returns, []
+        return returns
+
+    def record_use(self, flat_indices: np.ndarray, td_abs: np.ndarray, step: int) -> None:
+        """Store the latest ``|TD|`` of sampled transitions and count the use."""
+        self.td_abs.reshape(-1)[flat_indices] = td_abs
+        self.td_step.reshape(-1)[flat_indices] = step
+        np.add.at(self.sample_count.reshape(-1), flat_indices, 1)
+
+    def matrix(self, flat_indices: np.ndarray, step: int, observations: np.ndarray | None = None) -> np.ndarray:
+        """
+        Feature matrix of some transitions, as seen at ``step``.
+
+        :param flat_indices: ``(n,)`` flat indices ``pos * n_envs + env``.
+        :param step: Current insertion counter (for age and TD staleness).
+        :param observations: Optional ``(n, obs_dim)`` raw observations appended as extra columns.
+        :return: ``(n, n_columns [+ obs_dim])`` float32 matrix; unnormalised, the extractor normalises it.
+        """
+        pos, env = np.divmod(flat_indices, self.n_envs)
+        insert = self.insert_step[pos, env]
+        td_step = self.td_step[pos, env]
+        staleness = np.where(td_step >= 0, step - td_step, step - insert)
+        scalars = (
+            self.reward[pos, env],
+            self.terminal[pos, env],
+            self.timeout[pos, env],
+            self.td_abs[pos, env],
+            np.log1p(np.maximum(staleness, 0)),
+            np.log1p(np.maximum(step - insert, 0)),
+            np.log1p(self.sample_count[pos, env]),
+            self.episode_return[pos, env],
+            np.log1p(self.episode_position[pos, env]),
+            self.task_id[pos, env],
+        )
+        blocks = [np.stack(scalars, axis=1).astype(np.float32, copy=False), self.action[pos, env]]
+        if observations is not None:
+            blocks.append(observations.reshape(len(flat_indices), -1).astype(np.float32, copy=False))
+        return np.concatenate(blocks, axis=1)

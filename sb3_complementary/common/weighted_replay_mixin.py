@@ -1,0 +1,210 @@
+"""Glue shared by every algorithm whose replay samples by score and corrects with IS weights."""
+
+import io
+import os
+import pathlib
+import tempfile
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
+
+from sb3_complementary.common.buffers import (
+    ComplementaryDictReplayBuffer,
+    ComplementaryReplayBuffer,
+    WeightedSamples,
+)
+from sb3_complementary.common.validation import check_range
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+    _Base = OffPolicyAlgorithm
+else:
+    _Base = object
+
+#: Knobs forwarded from the algorithm's constructor to the buffer.
+BUFFER_KNOBS = ("alpha", "beta", "epsilon", "uniform_fraction", "score_floor", "initial_score", "include_observation")
+
+
+def atomic_write(path: str | pathlib.Path, write: Callable[[BinaryIO], None]) -> None:
+    """
+    Write through ``write(file)`` into a temporary file, then rename it onto ``path``.
+
+    A crash or an exception mid-write leaves the previous file (if any) untouched, never a
+    half-written one.
+
+    :param path: Destination.
+    :param write: Callable that writes the content into the open binary file it is given.
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+class WeightedReplayMixin(_Base):
+    """
+    Mixin for an SB3 off-policy algorithm that replays through a :class:`ComplementaryReplayBuffer`.
+
+    It picks the buffer (Dict or flat, n-step included), forwards the replay knobs to it,
+    anneals ``beta`` to 1 over training, logs the IS weights, and makes saving atomic.
+    Subclasses decide what the scores are by implementing :meth:`_replay_feedback`.
+    """
+
+    replay_buffer: ComplementaryReplayBuffer  # type: ignore[assignment]
+    #: Whether ``train()`` must compute each sample's last-layer influence (the influence signal).
+    needs_influence: bool = False
+
+    def _init_replay_knobs(
+        self,
+        alpha: float,
+        beta: float,
+        epsilon: float,
+        uniform_fraction: float,
+        score_floor: float,
+        initial_score: str,
+        include_observation: bool,
+    ) -> None:
+        check_range("alpha", alpha, low=0.0)
+        check_range("beta", beta, low=0.0, high=1.0)
+        check_range("epsilon", epsilon, low=0.0)
+        check_range("uniform_fraction", uniform_fraction, low=0.0, high=1.0)
+        check_range("score_floor", score_floor, low=0.0)
+        self.alpha = alpha
+        self.beta = beta
+        self.epsilon = epsilon
+        self.uniform_fraction = uniform_fraction
+        self.score_floor = score_floor
+        self.initial_score = initial_score
+        self.include_observation = include_observation
+        self._is_weight_stats: list[tuple[float, float]] = []
+
+    def _setup_model(self) -> None:
+        if self.replay_buffer_class is None:
+            dict_obs = isinstance(self.observation_space, spaces.Dict)
+            self.replay_buffer_class = ComplementaryDictReplayBuffer if dict_obs else ComplementaryReplayBuffer
+        elif not issubclass(self.replay_buffer_class, ComplementaryReplayBuffer):
+            raise ValueError(
+                f"{type(self).__name__} replays through a ComplementaryReplayBuffer (or a subclass), "
+                f"got replay_buffer_class={self.replay_buffer_class.__name__}"
+            )
+        for knob in BUFFER_KNOBS:
+            self.replay_buffer_kwargs.setdefault(knob, getattr(self, knob))
+        if self.n_steps > 1:
+            self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
+            self.replay_buffer_kwargs.setdefault("gamma", self.gamma)
+        with warnings.catch_warnings():
+            # SB3 warns that n_steps is ignored with a custom buffer class; ours receives it above.
+            warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored")
+            super()._setup_model()
+        self.replay_rng = np.random.default_rng(self.seed)
+
+    def _begin_weighted_train(self) -> None:
+        """Anneal ``beta`` linearly from its initial value to 1 over the training budget."""
+        progress = 1.0 - self._current_progress_remaining
+        self.replay_buffer.beta = self.beta + (1.0 - self.beta) * progress
+
+    def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
+        """Feed one gradient step's measurements back to the replay (scores, labels, counters)."""
+        raise NotImplementedError
+
+    def _record_weights(self, batch: WeightedSamples) -> None:
+        self._is_weight_stats.append((float(batch.raw_weights.mean()), float(batch.raw_weights.max())))
+
+    def _log_weights(self) -> None:
+        if self._is_weight_stats:
+            stats = np.array(self._is_weight_stats)
+            self.logger.record("complementary/is_weight_mean", float(stats[:, 0].mean()))
+            self.logger.record("complementary/is_weight_max", float(stats[:, 1].max()))
+            self.logger.record("complementary/beta", self.replay_buffer.beta)
+            self._is_weight_stats = []
+
+    def save(self, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> None:
+        """SB3 ``save``, written to a temporary file then renamed, so a crash never leaves a half-written zip."""
+        if isinstance(path, io.BufferedIOBase):
+            super().save(path, *args, **kwargs)
+            return
+        target = pathlib.Path(path)
+        if target.suffix != ".zip":
+            target = target.with_suffix(".zip")  # as SB3 does
+        parent_save = super().save
+        atomic_write(target, lambda file: parent_save(file, *args, **kwargs))
+
+    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
+        """Pickle the buffer (data, features, scores and tree) atomically."""
+        if isinstance(path, io.BufferedIOBase):
+            save_to_pkl(path, self.replay_buffer, self.verbose)
+            return
+        target = pathlib.Path(path)
+        if target.suffix != ".pkl":
+            target = target.with_suffix(".pkl")
+        atomic_write(target, lambda file: save_to_pkl(file, self.replay_buffer, self.verbose))
+
+    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
+        """
+        Load a pickled buffer. A plain SB3 buffer (saved without scores or features) is migrated
+        into a :class:`ComplementaryReplayBuffer` with fresh features and initial scores, and the
+        migration is logged as a warning.
+        """
+        loaded = load_from_pkl(path, self.verbose)
+        if not isinstance(loaded, ReplayBuffer):
+            raise ValueError(f"{path} does not hold an SB3 ReplayBuffer (got {type(loaded).__name__})")
+        if not isinstance(loaded, ComplementaryReplayBuffer) or not hasattr(loaded, "features"):
+            warnings.warn(
+                f"Replay buffer {path} has no complementary scores/features ({type(loaded).__name__}); "
+                "migrating it: features are rebuilt from rewards/dones and every transition gets the initial score.",
+                stacklevel=2,
+            )
+            loaded = self._migrate_buffer(loaded)
+        loaded.device = self.device
+        self.replay_buffer = loaded
+
+    def _migrate_buffer(self, old: ReplayBuffer) -> ComplementaryReplayBuffer:
+        assert self.replay_buffer_class is not None
+        new = self.replay_buffer_class(
+            old.buffer_size * old.n_envs,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            n_envs=old.n_envs,
+            optimize_memory_usage=old.optimize_memory_usage,
+            handle_timeout_termination=getattr(old, "handle_timeout_termination", True),
+            **self.replay_buffer_kwargs,
+        )
+        n_rows = old.size()
+        order = (np.arange(n_rows) + (old.pos if old.full else 0)) % old.buffer_size
+        for row in order:
+            new.add(
+                obs={k: v[row] for k, v in old.observations.items()}
+                if isinstance(old.observations, dict)
+                else old.observations[row],
+                next_obs=_next_obs_row(old, row),
+                action=old.actions[row],
+                reward=old.rewards[row],
+                done=old.dones[row],
+                infos=[{"TimeLimit.truncated": bool(t)} for t in old.timeouts[row]],
+            )
+        return new
+
+
+def _next_obs_row(buffer: ReplayBuffer, row: int) -> Any:
+    if buffer.optimize_memory_usage:
+        return buffer.observations[(row + 1) % buffer.buffer_size]
+    if isinstance(buffer.next_observations, dict):
+        return {k: v[row] for k, v in buffer.next_observations.items()}
+    return buffer.next_observations[row]

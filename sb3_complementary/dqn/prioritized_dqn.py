@@ -1,0 +1,54 @@
+"""PrioritizedDQN: SB3 DQN with classic proportional prioritized experience replay."""
+
+from typing import Any, ClassVar
+
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.dqn.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+
+from sb3_complementary.common.prioritized_mixin import PrioritizedMixin
+from sb3_complementary.dqn.weighted_dqn import WeightedDQN
+
+
+class PrioritizedDQN(PrioritizedMixin, WeightedDQN):
+    """
+    DQN with proportional prioritized experience replay (Schaul et al., 2016).
+
+    Paper: https://arxiv.org/abs/1511.05952. SB3 ships no prioritized replay (SB3 issue #1242);
+    this is the fair baseline for ``ComplementaryDQN``. Transitions are sampled with probability
+    ``∝ (|TD| + epsilon) ** alpha`` through a sum tree, the per-sample Huber loss is weighted by
+    ``(N * P(i)) ** -beta / max``, and ``beta`` anneals linearly to 1 over ``learn()``.
+
+    Takes every argument of SB3's ``DQN`` (positional ones included), plus:
+
+    :param alpha: Priority exponent (0 = uniform), >= 0.
+    :param beta: Initial IS exponent in [0, 1], annealed to 1.
+    :param epsilon: Added to ``|TD|`` so no transition has zero probability, >= 0.
+    :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1] (0 = classic PER).
+    :param score_floor: Lower clip of the scores, >= 0.
+    :param initial_score: ``"max"`` (new transitions get the largest ``|TD|`` seen, as in the paper) or ``"neutral"``.
+    :param include_observation: Store small flat observations among the features (unused by PER itself).
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
+    }
+
+    def __init__(
+        self,
+        *args: Any,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        epsilon: float = 1e-6,
+        uniform_fraction: float = 0.0,
+        score_floor: float = 0.0,
+        initial_score: str = "max",
+        include_observation: bool = False,
+        _init_setup_model: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, _init_setup_model=False, **kwargs)
+        self._init_replay_knobs(alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation)
+        if _init_setup_model:
+            self._setup_model()

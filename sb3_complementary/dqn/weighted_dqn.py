@@ -1,0 +1,91 @@
+"""DQN whose per-sample Huber loss is weighted by importance-sampling weights (the shared DQN train step)."""
+
+import numpy as np
+import torch as th
+from stable_baselines3 import DQN
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples, PyTorchObs, ReplayBufferSamples
+from torch.nn import functional as F
+
+from sb3_complementary.common.contribution import last_layer_influence
+from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
+
+Samples = ReplayBufferSamples | DictReplayBufferSamples
+
+
+class WeightedDQN(WeightedReplayMixin, DQN):
+    """
+    SB3 DQN with a weighted replay: the base of ``PrioritizedDQN`` and ``ComplementaryDQN``.
+
+    ``train()`` is SB3's, with three changes: the batch comes with IS weights, the Huber loss is
+    computed per sample and weighted, and each step's ``|TD|`` (plus, when the contribution
+    signal needs it, each sample's influence on a probe batch of fresh experience) is fed back
+    to the replay through ``_replay_feedback``, which the mixin of the concrete class provides.
+    With all weights equal to 1 the update is exactly SB3's.
+    """
+
+    probe_size: int
+
+    def _td_target(self, data: Samples) -> th.Tensor:
+        """``(B, 1)`` 1-step (or n-step) TD target from the target network."""
+        discounts = data.discounts if data.discounts is not None else self.gamma
+        with th.no_grad():
+            next_q_values, _ = self.q_net_target(data.next_observations).max(dim=1)
+            return data.rewards + (1 - data.dones) * discounts * next_q_values.reshape(-1, 1)
+
+    def _q_values_and_penultimate(self, observations: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
+        """``(B, n_actions)`` Q-values and ``(B, H)`` inputs of the last linear layer, in one forward pass."""
+        features = self.q_net.extract_features(observations, self.q_net.features_extractor)
+        penultimate = self.q_net.q_net[:-1](features)
+        return self.q_net.q_net[-1](penultimate), penultimate
+
+    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """Per-sample output gradients ``(M, n_actions)`` and penultimate features ``(M, H)`` on the probe batch."""
+        with th.no_grad():
+            q_values, penultimate = self._q_values_and_penultimate(probe.observations)
+        q_values.requires_grad_(True)
+        current = th.gather(q_values, dim=1, index=probe.actions.long())
+        loss = F.smooth_l1_loss(current, probe_target, reduction="sum")
+        (out_grad,) = th.autograd.grad(loss, q_values)
+        return out_grad, penultimate
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        self._begin_weighted_train()
+
+        if self.needs_influence:
+            # Fresh experience stands for the actor's current ability; fixed within one train() call.
+            probe = self.replay_buffer.get_samples_at(self.replay_buffer.recent_indices(self.probe_size))
+            probe_target = self._td_target(probe)
+
+        losses = []
+        for _ in range(gradient_steps):
+            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            data = batch.samples
+            target_q_values = self._td_target(data)
+
+            q_values, penultimate = self._q_values_and_penultimate(data.observations)
+            current_q_values = th.gather(q_values, dim=1, index=data.actions.long())
+            per_sample_loss = F.smooth_l1_loss(current_q_values, target_q_values, reduction="none")
+            loss = (batch.weights * per_sample_loss).mean()
+            losses.append(loss.item())
+
+            influence = None
+            if self.needs_influence:
+                (out_grad,) = th.autograd.grad(per_sample_loss.sum(), q_values, retain_graph=True)
+                influence = last_layer_influence(
+                    out_grad, penultimate.detach(), *self._probe_gradients(probe, probe_target)
+                )
+
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+
+            td_abs = (current_q_values - target_q_values).abs().detach().cpu().numpy().reshape(-1)
+            self._replay_feedback(batch, td_abs, influence)
+
+        self._n_updates += gradient_steps
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))
+        self._log_weights()
