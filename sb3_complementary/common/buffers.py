@@ -106,10 +106,12 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         if include_observation:
             observation_feature_dim(observation_space)
         if n_steps > 1 and optimize_memory_usage:
-            raise ValueError("n_steps > 1 is not supported with optimize_memory_usage=True (as in SB3's NStepReplayBuffer)")
+            raise ValueError(
+                "n_steps > 1 is not supported with optimize_memory_usage=True (as in SB3's NStepReplayBuffer)"
+            )
         super().__init__(
             buffer_size,
-            observation_space,  # type: ignore[arg-type]
+            observation_space,
             action_space,
             device=device,
             n_envs=n_envs,
@@ -132,9 +134,10 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.features = TransitionFeatures(self.buffer_size, self.n_envs, action_space)
         #: Rows added so far (one row = one transition per env); the clock for ages.
         self.n_added = 0
+        self._unscored_rows: list[int] = []
 
     # ------------------------------------------------------------------ storage
-    def add(  # type: ignore[override]
+    def add(
         self,
         obs: Any,
         next_obs: Any,
@@ -147,13 +150,27 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.features.add(pos, action.reshape((self.n_envs, self.action_dim)), reward, done, infos, self.n_added)
         super().add(obs, next_obs, action, reward, done, infos)
         self.n_added += 1
+        self._unscored_rows.append(pos)
+        if len(self._unscored_rows) >= 4096:  # bound the backlog when nothing samples for a long time
+            self._flush_new()
 
-        new = pos * self.n_envs + np.arange(self.n_envs)
+    def _flush_new(self) -> None:
+        """
+        Give the rows added since the last flush their initial score, in one batched tree update.
+
+        Deferring this from ``add`` to the next read keeps the per-env-step cost of ``add`` at
+        SB3's level: one tree update per rollout instead of one per step.
+        """
+        if not self._unscored_rows:
+            return
+        rows = np.unique(self._unscored_rows)
+        self._unscored_rows = []
+        new = (rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
         initial = self.max_score if self.initial_score == "max" else NEUTRAL_SCORE
         self.scores[new] = initial
-        self.tree.update(new, np.full(self.n_envs, self.priority(initial)))
+        self.tree.update(new, np.full(len(new), self.priority(initial)))
         if self.optimize_memory_usage and self.full:
-            # The row now at self.pos had its observation overwritten by next_obs: unsampleable until rewritten.
+            # The row at self.pos had its observation overwritten by next_obs: unsampleable until rewritten.
             self.tree.update(self.pos * self.n_envs + np.arange(self.n_envs), np.zeros(self.n_envs))
 
     def priority(self, scores: np.ndarray | float) -> np.ndarray:
@@ -199,6 +216,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param indices: ``(n,)`` flat indices.
         :param scores: ``(n,)`` new scores.
         """
+        self._flush_new()
         scores = self._sanitize(scores)
         self.scores[indices] = scores
         if scores.size:
@@ -213,6 +231,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param chunk_size: Transitions per forward pass.
         :return: ``(n_valid,)`` flat indices that were scored (same order as ``self.scores[indices]``).
         """
+        self._unscored_rows = []  # every row gets a fresh score below
         indices = self.valid_indices()
         scores = np.empty(len(indices), dtype=np.float32)
         for start in range(0, len(indices), chunk_size):
@@ -254,9 +273,10 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param uniform_share: Share of the batch drawn uniformly.
         :return: ``(n,)`` probabilities ``u / N + (1 - u) * p_i / sum(p)``.
         """
+        self._flush_new()
         n_valid = self.n_valid()
         total = self.tree.total
-        score_part = self.tree.leaves[indices] / total if total > 0 else 0.0
+        score_part = self.tree.leaves[indices] / total if total > 0 else np.zeros(len(indices))
         return uniform_share / n_valid + (1.0 - uniform_share) * score_part
 
     def _uniform_rows(self, n: int) -> np.ndarray:
@@ -273,6 +293,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param batch_size: Number of transitions.
         :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
         """
+        self._flush_new()
         n_uniform = round(batch_size * self.uniform_fraction)
         if self.tree.total <= 0:
             n_uniform = batch_size
@@ -296,7 +317,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             control=control,
         )
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:  # type: ignore[override]
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
         """Score-proportional samples without weights, for code that expects a plain SB3 buffer."""
         return self.sample_weighted(batch_size, env).samples  # type: ignore[return-value]
 
@@ -369,7 +390,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         return last_rows, returns.astype(np.float32), dones.astype(np.float32), discounts
 
 
-class ComplementaryDictReplayBuffer(ComplementaryReplayBuffer, DictReplayBuffer):
+class ComplementaryDictReplayBuffer(ComplementaryReplayBuffer, DictReplayBuffer):  # type: ignore[misc]
     """
     :class:`ComplementaryReplayBuffer` for ``Dict`` observation spaces (``MultiInputPolicy``).
 

@@ -36,7 +36,7 @@ class ExtractorTrainingCallback(BaseCallback):
     :param verbose: Verbosity level.
     """
 
-    model: "ComplementaryMixin"  # type: ignore[assignment]
+    model: "ComplementaryMixin"
 
     def __init__(
         self,
@@ -99,7 +99,9 @@ class ExtractorTrainingCallback(BaseCallback):
             features, labels = store.sample(batch_size, model.replay_rng)
             x = th.as_tensor(features, device=extractor.device)
             extractor.normalizer.update(x)
-            loss = F.binary_cross_entropy_with_logits(extractor.logits(x), th.as_tensor(labels, device=extractor.device))
+            loss = F.binary_cross_entropy_with_logits(
+                extractor.logits(x), th.as_tensor(labels, device=extractor.device)
+            )
             if coupling_coef > 0:
                 loss = loss + coupling_coef * self._kl_to_uniform(batch_size)
             extractor.optimizer.zero_grad()

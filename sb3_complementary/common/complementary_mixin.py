@@ -77,11 +77,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         )
         self.label_store = LabelStore(self.label_capacity, n_features)
         self.contribution_signal = make_signal(self.contribution, self.label_store)
-
-    @property
-    def needs_influence(self) -> bool:
-        """Whether ``train()`` must compute the last-layer influence of each sample."""
-        return self.contribution_signal.needs_influence
+        self.needs_influence = self.contribution_signal.needs_influence
 
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         self._record_weights(batch)

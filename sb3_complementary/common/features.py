@@ -144,7 +144,7 @@ class TransitionFeatures:
         self._running_return += reward
         self.episode_return[pos] = self._running_return
         for env_idx in np.flatnonzero(done):
-            self._backfill(env_idx, pos)
+            self._backfill(int(env_idx), pos)
 
     def _backfill(self, env_idx: int, last_pos: int) -> None:
         """Write the finished episode's return into all of its rows that are still in the buffer."""

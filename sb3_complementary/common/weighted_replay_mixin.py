@@ -6,7 +6,7 @@ import pathlib
 import tempfile
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch as th
@@ -32,7 +32,7 @@ else:
 BUFFER_KNOBS = ("alpha", "beta", "epsilon", "uniform_fraction", "score_floor", "initial_score", "include_observation")
 
 
-def atomic_write(path: str | pathlib.Path, write: Callable[[BinaryIO], None]) -> None:
+def atomic_write(path: str | pathlib.Path, write: Callable[[io.BufferedWriter], None]) -> None:
     """
     Write through ``write(file)`` into a temporary file, then rename it onto ``path``.
 
@@ -45,8 +45,9 @@ def atomic_write(path: str | pathlib.Path, write: Callable[[BinaryIO], None]) ->
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as file:
+        with open(tmp, "wb") as file:
             write(file)
             file.flush()
             os.fsync(file.fileno())
@@ -66,7 +67,7 @@ class WeightedReplayMixin(_Base):
     Subclasses decide what the scores are by implementing :meth:`_replay_feedback`.
     """
 
-    replay_buffer: ComplementaryReplayBuffer  # type: ignore[assignment]
+    replay_buffer: ComplementaryReplayBuffer
     #: Whether ``train()`` must compute each sample's last-layer influence (the influence signal).
     needs_influence: bool = False
 
@@ -186,14 +187,18 @@ class WeightedReplayMixin(_Base):
             handle_timeout_termination=getattr(old, "handle_timeout_termination", True),
             **self.replay_buffer_kwargs,
         )
+        assert isinstance(new, ComplementaryReplayBuffer)
         n_rows = old.size()
         order = (np.arange(n_rows) + (old.pos if old.full else 0)) % old.buffer_size
         for row in order:
-            new.add(
-                obs={k: v[row] for k, v in old.observations.items()}
+            obs: Any = (
+                {k: v[row] for k, v in old.observations.items()}
                 if isinstance(old.observations, dict)
-                else old.observations[row],
-                next_obs=_next_obs_row(old, row),
+                else old.observations[row]
+            )
+            new.add(
+                obs=obs,
+                next_obs=_next_obs_row(old, int(row)),
                 action=old.actions[row],
                 reward=old.rewards[row],
                 done=old.dones[row],

@@ -72,7 +72,8 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
         _init_setup_model: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, _init_setup_model=False, **kwargs)
+        kwargs["_init_setup_model"] = False  # the knobs below must exist before _setup_model runs
+        super().__init__(*args, **kwargs)
         self._init_replay_knobs(alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation)
         self._init_extractor_knobs(
             contribution,

@@ -1,0 +1,195 @@
+"""
+Performance figures for issue #2, measured side by side in one process on one machine.
+
+    python benchmarks/perf.py --out docs/performance.json            # everything
+    python benchmarks/perf.py --only train --repeats 5 --steps 50000  # one part
+
+Parts:
+- ``train``: wall-clock of ComplementaryDQN / DQN and PrioritizedDQN / DQN on CartPole-v1 with
+  rl-zoo3's DQN hyperparameters, same seed and steps, interleaved repeats; the median ratio is
+  what we quote (these machines are shared and noisy, absolute times are not).
+- ``replay``: batch-256 ``sample_weighted`` + ``update_scores`` on a 1M-transition buffer, against
+  SB3's uniform ``ReplayBuffer.sample`` on the same data; also cpprb's C++ prioritized buffer
+  (the library we could have used for the sum tree) when it is installed.
+- ``rescore``: a full re-score of 1M transitions by the default extractor.
+- ``memory``: the buffer's extra bytes per transition (sum tree, scores, features) against the
+  bytes of its observation storage.
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3 import DQN
+from stable_baselines3.common.buffers import ReplayBuffer
+
+import sb3_complementary
+from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, ExperienceExtractor, PrioritizedDQN
+
+#: rl-zoo3 hyperparams/dqn.yml, CartPole-v1 entry.
+ZOO_CARTPOLE = dict(
+    learning_rate=2.3e-3,
+    batch_size=64,
+    buffer_size=100_000,
+    learning_starts=1000,
+    gamma=0.99,
+    target_update_interval=10,
+    train_freq=256,
+    gradient_steps=128,
+    exploration_fraction=0.16,
+    exploration_final_eps=0.04,
+    policy_kwargs=dict(net_arch=[256, 256]),
+)
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench_train(steps: int, repeats: int, seed: int) -> dict[str, Any]:
+    """Interleave DQN / PrioritizedDQN / ComplementaryDQN learns; ratios are per repeat, then median."""
+    algos = {"DQN": DQN, "PrioritizedDQN": PrioritizedDQN, "ComplementaryDQN": ComplementaryDQN}
+    seconds: dict[str, list[float]] = {name: [] for name in algos}
+    for repeat in range(repeats):
+        for name, cls in algos.items():
+            model = cls("MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE)
+            seconds[name].append(timed(lambda model=model: model.learn(steps)))
+            print(f"  train repeat {repeat} {name}: {seconds[name][-1]:.1f}s", flush=True)
+    out: dict[str, Any] = {"steps": steps, "repeats": repeats, "seconds": seconds}
+    for name in ("PrioritizedDQN", "ComplementaryDQN"):
+        ratios = [a / b for a, b in zip(seconds[name], seconds["DQN"], strict=True)]
+        out[f"ratio_{name}_to_DQN"] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+    return out
+
+
+def _filled_buffers(capacity: int, obs_dim: int) -> tuple[ComplementaryReplayBuffer, ReplayBuffer]:
+    obs_space = gym.spaces.Box(-1, 1, (obs_dim,), np.float32)
+    act_space = gym.spaces.Discrete(4)
+    ours = ComplementaryReplayBuffer(capacity, obs_space, act_space, device="cpu", uniform_fraction=0.25)
+    sb3 = ReplayBuffer(capacity, obs_space, act_space, device="cpu")
+    rng = np.random.default_rng(0)
+    for buffer in (ours, sb3):
+        # Fill the storage directly: the bench is about sampling, not about 1M add() calls.
+        buffer.observations[:] = rng.standard_normal(buffer.observations.shape, dtype=np.float32)
+        buffer.next_observations[:] = buffer.observations
+        buffer.actions[:] = rng.integers(0, 4, buffer.actions.shape)
+        buffer.rewards[:] = rng.standard_normal(buffer.rewards.shape, dtype=np.float32)
+        buffer.full, buffer.pos = True, 0
+    ours.n_added = capacity
+    ours.features.insert_step[:, 0] = np.arange(capacity)
+    ours.refresh_scores(lambda x: rng.random(len(x), dtype=np.float32))
+    return ours, sb3
+
+
+def bench_replay(capacity: int, batch_size: int, iterations: int, repeats: int) -> dict[str, Any]:
+    ours, sb3 = _filled_buffers(capacity, obs_dim=8)
+
+    def run_ours() -> None:
+        for _ in range(iterations):
+            batch = ours.sample_weighted(batch_size)
+            ours.update_scores(batch.indices, np.random.random(batch_size))
+
+    def run_sb3() -> None:
+        for _ in range(iterations):
+            sb3.sample(batch_size)
+
+    runs: dict[str, Callable[[], None]] = {"ours_sample_update": run_ours, "sb3_uniform_sample": run_sb3}
+    try:
+        import cpprb
+
+        per = cpprb.PrioritizedReplayBuffer(
+            capacity, {"obs": {"shape": (8,)}, "act": {}, "rew": {}, "next_obs": {"shape": (8,)}, "done": {}}
+        )
+        per.add(
+            obs=ours.observations[:, 0],
+            act=ours.actions[:, 0, 0],
+            rew=ours.rewards[:, 0],
+            next_obs=ours.observations[:, 0],
+            done=ours.dones[:, 0],
+        )
+
+        def run_cpprb() -> None:
+            for _ in range(iterations):
+                sample = per.sample(batch_size, beta=0.4)
+                per.update_priorities(sample["indexes"], np.random.random(batch_size))
+
+        runs["cpprb_sample_update"] = run_cpprb
+    except ImportError:
+        pass
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            seconds[name].append(timed(fn) / iterations)
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    out: dict[str, Any] = {
+        "capacity": capacity,
+        "batch_size": batch_size,
+        "median_seconds_per_call": medians,
+        "ratio_ours_to_sb3_uniform": medians["ours_sample_update"] / medians["sb3_uniform_sample"],
+    }
+    if "cpprb_sample_update" in medians:
+        out["ratio_ours_to_cpprb"] = medians["ours_sample_update"] / medians["cpprb_sample_update"]
+    return out
+
+
+def bench_rescore(capacity: int, repeats: int) -> dict[str, Any]:
+    ours, _ = _filled_buffers(capacity, obs_dim=8)
+    extractor = ExperienceExtractor(ours.n_features, [64, 64], learning_rate=1e-4)
+    seconds = [timed(lambda: ours.refresh_scores(extractor.score)) for _ in range(repeats)]
+    return {"capacity": capacity, "median_seconds": statistics.median(seconds), "seconds": seconds}
+
+
+def bench_memory(capacity: int, obs_dim: int) -> dict[str, Any]:
+    ours, _ = _filled_buffers(capacity, obs_dim)
+    extra = ours.tree.nbytes + ours.scores.nbytes
+    extra += sum(v.nbytes for v in vars(ours.features).values() if isinstance(v, np.ndarray))
+    observation_bytes = ours.observations.nbytes + ours.next_observations.nbytes
+    return {
+        "capacity": capacity,
+        "obs_dim": obs_dim,
+        "extra_bytes_per_transition": extra / capacity,
+        "observation_bytes_per_transition": observation_bytes / capacity,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["train", "replay", "rescore", "memory"], action="append")
+    parser.add_argument("--steps", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--capacity", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to merge the results into")
+    args = parser.parse_args()
+    th.set_num_threads(1)
+    parts = args.only or ["replay", "rescore", "memory", "train"]
+    results: dict[str, Any] = json.loads(args.out.read_text()) if args.out and args.out.exists() else {}
+    results["machine"] = {"platform": platform.platform(), "python": platform.python_version(), "torch": th.__version__}
+    results["version"] = sb3_complementary.__version__
+    for part in parts:
+        print(f"[{part}]", flush=True)
+        if part == "train":
+            results[part] = bench_train(args.steps, args.repeats, args.seed)
+        elif part == "replay":
+            results[part] = bench_replay(args.capacity, 256, iterations=200, repeats=args.repeats)
+        elif part == "rescore":
+            results[part] = bench_rescore(args.capacity, args.repeats)
+        else:
+            results[part] = {str(d): bench_memory(10_000, d) for d in (4, 8, 84 * 84)}
+        print(json.dumps(results[part], indent=1), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
