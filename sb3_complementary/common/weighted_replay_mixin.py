@@ -93,7 +93,7 @@ class WeightedReplayMixin(_Base):
         self.score_floor = score_floor
         self.initial_score = initial_score
         self.include_observation = include_observation
-        self._is_weight_stats: list[tuple[float, float]] = []
+        self._is_weight_stats: list[np.ndarray] = []
 
     def _setup_model(self) -> None:
         if self.replay_buffer_class is None:
@@ -125,13 +125,13 @@ class WeightedReplayMixin(_Base):
         raise NotImplementedError
 
     def _record_weights(self, batch: WeightedSamples) -> None:
-        self._is_weight_stats.append((float(batch.raw_weights.mean()), float(batch.raw_weights.max())))
+        self._is_weight_stats.append(batch.raw_weights)
 
     def _log_weights(self) -> None:
         if self._is_weight_stats:
-            stats = np.array(self._is_weight_stats)
-            self.logger.record("complementary/is_weight_mean", float(stats[:, 0].mean()))
-            self.logger.record("complementary/is_weight_max", float(stats[:, 1].max()))
+            weights = np.concatenate(self._is_weight_stats)
+            self.logger.record("complementary/is_weight_mean", float(weights.mean()))
+            self.logger.record("complementary/is_weight_max", float(weights.max()))
             self.logger.record("complementary/beta", self.replay_buffer.beta)
             self._is_weight_stats = []
 

@@ -38,15 +38,22 @@ class WeightedDQN(WeightedReplayMixin, DQN):
         penultimate = self.q_net.q_net[:-1](features)
         return self.q_net.q_net[-1](penultimate), penultimate
 
+    @staticmethod
+    def _huber_output_grad(q_values: th.Tensor, actions: th.Tensor, td_errors: th.Tensor) -> th.Tensor:
+        """
+        ``(B, n_actions)`` gradient of each sample's own Huber loss w.r.t. the Q-values.
+
+        ``smooth_l1`` (beta 1) has derivative ``clip(δ, -1, 1)``, on the taken action only. The
+        closed form is a few times cheaper than an extra autograd pass per step.
+        """
+        grad = th.zeros_like(q_values)
+        return grad.scatter_(1, actions.long(), td_errors.clamp(-1.0, 1.0))
+
     def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """Per-sample output gradients ``(M, n_actions)`` and penultimate features ``(M, H)`` on the probe batch."""
-        with th.no_grad():
-            q_values, penultimate = self._q_values_and_penultimate(probe.observations)
-        q_values.requires_grad_(True)
-        current = th.gather(q_values, dim=1, index=probe.actions.long())
-        loss = F.smooth_l1_loss(current, probe_target, reduction="sum")
-        (out_grad,) = th.autograd.grad(loss, q_values)
-        return out_grad, penultimate
+        q_values, penultimate = self._q_values_and_penultimate(probe.observations)
+        td_errors = th.gather(q_values, dim=1, index=probe.actions.long()) - probe_target
+        return self._huber_output_grad(q_values, probe.actions, td_errors), penultimate
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
@@ -70,20 +77,19 @@ class WeightedDQN(WeightedReplayMixin, DQN):
             loss = (batch.weights * per_sample_loss).mean()
             losses.append(loss.item())
 
+            td_errors = (current_q_values - target_q_values).detach()
             influence = None
             if self.needs_influence:
-                (out_grad,) = th.autograd.grad(per_sample_loss.sum(), q_values, retain_graph=True)
-                influence = last_layer_influence(
-                    out_grad, penultimate.detach(), *self._probe_gradients(probe, probe_target)
-                )
+                with th.no_grad():  # measured at the parameters the step starts from
+                    out_grad = self._huber_output_grad(q_values, data.actions, td_errors)
+                    influence = last_layer_influence(out_grad, penultimate, *self._probe_gradients(probe, probe_target))
 
             self.policy.optimizer.zero_grad()
             loss.backward()
             th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
             self.policy.optimizer.step()
 
-            td_abs = (current_q_values - target_q_values).abs().detach().cpu().numpy().reshape(-1)
-            self._replay_feedback(batch, td_abs, influence)
+            self._replay_feedback(batch, td_errors.abs().cpu().numpy().reshape(-1), influence)
 
         self._n_updates += gradient_steps
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
