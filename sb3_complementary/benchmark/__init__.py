@@ -1,0 +1,23 @@
+"""
+Benchmark harness for the replay contenders (see ``docs/benchmarks/README.md`` and the
+protocol in ``BENCHMARK.md``).
+
+The harness is split into one concept per module:
+
+- :mod:`.matrix`: the YAML matrix (contenders x suite entries x seeds) and its validation;
+- :mod:`.hyperparams`: rl-zoo3 tuned DQN hyperparameters, read and parsed without ``eval``;
+- :mod:`.envs`: building an environment from a suite entry;
+- :mod:`.run`: one run (train, evaluate every 5% of the budget, time it, record it);
+- :mod:`.store`: one JSON file per run, written atomically, and the resume logic;
+- :mod:`.normalize`: reference scores and random-policy scores for normalisation;
+- :mod:`.metrics`: AUC and final score of a normalised learning curve;
+- :mod:`.runner`: the command line that runs the pending runs (local processes or Ray);
+- :mod:`.report`: the statistics (rliable) and the ``README.md`` + PNGs.
+
+Nothing here imports the contenders themselves: they are imported lazily, inside the
+process that executes a run of that contender.
+"""
+
+from sb3_complementary.benchmark.matrix import Contender, Matrix, RunSpec, SuiteEntry, load_matrix
+
+__all__ = ["Contender", "Matrix", "RunSpec", "SuiteEntry", "load_matrix"]

@@ -1,0 +1,529 @@
+"""
+The benchmark matrix: contenders x suite entries x seeds, read from a YAML file.
+
+Everything that can be checked before spending CPU time is checked here, with an error that
+names the offending entry: malformed YAML, unknown keys (typos), unknown environment ids,
+unknown contenders, missing reference scores, and contender kwargs that would override the
+shared hyperparameters (the protocol forbids per-contender tuning).
+
+A minimal matrix::
+
+    seeds: 0-9
+    contenders:
+      dqn: {algo: dqn}
+      complementary-td: {algo: complementary, kwargs: {contribution: td}}
+    suite:
+      - env: CartPole-v1
+        budget: 50000
+
+See ``matrices/default.yml`` for every supported key.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sb3_complementary.benchmark.envs import check_env_id, import_object_path
+from sb3_complementary.benchmark.hyperparams import Hyperparams, build_hyperparams, zoo_hyperparams
+from sb3_complementary.benchmark.normalize import ReferenceScore, zoo_reference
+
+#: Version of the matrix YAML schema understood by this module.
+MATRIX_VERSION = 1
+
+#: Short contender names accepted in ``algo:``. They are resolved lazily, in the run's process.
+ALGO_ALIASES: dict[str, str] = {
+    "dqn": "stable_baselines3:DQN",
+    "per": "sb3_complementary:PrioritizedDQN",
+    "complementary": "sb3_complementary:ComplementaryDQN",
+}
+
+#: Constructor arguments that a contender may never set: they belong to the harness or to the
+#: shared hyperparameters. Keys of every suite entry's hyperparameters are added at load time.
+RESERVED_KWARGS = frozenset({"policy", "env", "seed", "device", "verbose", "policy_kwargs", "tensorboard_log"})
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]*(_[A-Za-z0-9.+-]+)*$")
+_ALGO_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True)
+class Contender:
+    """
+    One algorithm configuration.
+
+    :param name: Unique name, used in file names and tables (e.g. ``"complementary-td"``).
+    :param algo: ``"module:Class"`` path of an SB3 ``DQN`` (sub)class; aliases are already resolved.
+    :param kwargs: Extra constructor kwargs of this contender (never a shared hyperparameter).
+    """
+
+    name: str
+    algo: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:return: JSON-safe representation."""
+        return {"name": self.name, "algo": self.algo, "kwargs": self.kwargs}
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """
+    One environment with its step budget and the hyperparameters all contenders share on it.
+
+    :param name: Unique name, used in file names and tables (defaults to ``env_id``).
+    :param env_id: A registered gymnasium id, or a ``"module:Callable"`` entry point.
+    :param budget: Number of environment steps of one run.
+    :param hyperparams: Shared hyperparameters (from rl-zoo3, or stated in the YAML).
+    :param reference: R_ref of the normalised score, with its source.
+    :param env_kwargs: Keyword arguments of the environment constructor.
+    :param wrappers: ``"module:Wrapper"`` paths applied in order, innermost first.
+    """
+
+    name: str
+    env_id: str
+    budget: int
+    hyperparams: Hyperparams
+    reference: ReferenceScore
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    wrappers: tuple[str, ...] = ()
+
+    def env_dict(self) -> dict[str, Any]:
+        """:return: JSON-safe description of the environment (what :func:`~.envs.make_env` needs)."""
+        return {"env_id": self.env_id, "env_kwargs": self.env_kwargs, "wrappers": list(self.wrappers)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """:return: JSON-safe representation (stored in every run file)."""
+        return {
+            "name": self.name,
+            **self.env_dict(),
+            "budget": self.budget,
+            "r_ref": self.reference.score,
+            "r_ref_source": self.reference.source,
+        }
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """
+    How a run is evaluated.
+
+    :param fraction: Evaluate every ``fraction`` of the budget (0.05: 20 evaluations).
+    :param episodes: Deterministic episodes per evaluation.
+    :param seed_offset: The eval env of the run with seed ``s`` is reseeded with ``s + seed_offset``
+        before every evaluation, so every eval point of a run sees the same start states.
+    """
+
+    fraction: float = 0.05
+    episodes: int = 10
+    seed_offset: int = 10_000
+
+    def timesteps(self, budget: int) -> list[int]:
+        """
+        :param budget: Step budget of the run.
+        :return: The env step counts at which the run is evaluated (the last one is ``budget``).
+        """
+        n_points = round(1.0 / self.fraction)
+        return [round(budget * k / n_points) for k in range(1, n_points + 1)]
+
+
+@dataclass(frozen=True)
+class RandomPolicySettings:
+    """
+    How R_random, the score of a uniform-random policy, is measured.
+
+    :param episodes: Number of episodes averaged.
+    :param seed: Seed of the environment and of the action sampling.
+    """
+
+    episodes: int = 100
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """
+    One run: a contender on a suite entry with one seed. Picklable, so it can be shipped to a
+    worker process or a Ray task.
+
+    :param contender: The contender.
+    :param entry: The suite entry.
+    :param seed: The seed (model, exploration, training env).
+    :param evaluation: Evaluation settings.
+    :param device: Torch device of the model (``"cpu"`` keeps the wall-clock comparable).
+    """
+
+    contender: Contender
+    entry: SuiteEntry
+    seed: int
+    evaluation: EvalSettings
+    device: str = "cpu"
+
+    @property
+    def run_id(self) -> str:
+        """:return: ``"<contender>__<entry>__s<seed>"``, also the run file's stem."""
+        return f"{self.contender.name}__{self.entry.name}__s{self.seed}"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """
+    A validated benchmark matrix.
+
+    :param contenders: Contenders, in YAML order.
+    :param suite: Suite entries, in YAML order.
+    :param seeds: Seeds, sorted.
+    :param evaluation: Evaluation settings shared by all runs.
+    :param random_policy: R_random measurement settings.
+    :param device: Torch device of every run.
+    :param source: Path or name of the YAML it was read from.
+    """
+
+    contenders: tuple[Contender, ...]
+    suite: tuple[SuiteEntry, ...]
+    seeds: tuple[int, ...]
+    evaluation: EvalSettings = EvalSettings()
+    random_policy: RandomPolicySettings = RandomPolicySettings()
+    device: str = "cpu"
+    source: str = "<memory>"
+
+    def runs(self) -> list[RunSpec]:
+        """
+        All runs, ordered so that a partially filled matrix stays balanced: every contender and
+        suite entry of seed 0 first, then seed 1, and so on.
+
+        :return: The run specs.
+        """
+        return [
+            RunSpec(contender=contender, entry=entry, seed=seed, evaluation=self.evaluation, device=self.device)
+            for seed in self.seeds
+            for entry in self.suite
+            for contender in self.contenders
+        ]
+
+    def select(
+        self,
+        contenders: Sequence[str] | None = None,
+        envs: Sequence[str] | None = None,
+        seeds: Iterable[int] | None = None,
+    ) -> Matrix:
+        """
+        Restrict the matrix (the ``--only-contenders``, ``--only-envs`` and ``--seeds`` flags).
+
+        :param contenders: Contender names to keep (``None``: all).
+        :param envs: Suite entry names or env ids to keep (``None``: all).
+        :param seeds: Seeds to keep (``None``: all).
+        :return: The restricted matrix.
+        :raises ValueError: naming any name or seed that is not in the matrix.
+        """
+        result = self
+        if contenders is not None:
+            known = [c.name for c in self.contenders]
+            unknown = [name for name in contenders if name not in known]
+            if unknown:
+                raise ValueError(f"unknown contender(s) {unknown} in {self.source}; known: {known}")
+            result = replace(result, contenders=tuple(c for c in self.contenders if c.name in contenders))
+        if envs is not None:
+            known = [e.name for e in self.suite]
+            unknown = [name for name in envs if not any(name in (e.name, e.env_id) for e in self.suite)]
+            if unknown:
+                raise ValueError(f"unknown suite entr(y/ies) {unknown} in {self.source}; known: {known}")
+            result = replace(result, suite=tuple(e for e in self.suite if e.name in envs or e.env_id in envs))
+        if seeds is not None:
+            wanted = sorted(set(seeds))
+            unknown_seeds = [s for s in wanted if s not in self.seeds]
+            if unknown_seeds:
+                raise ValueError(f"seed(s) {unknown_seeds} are not in {self.source} (seeds: {list(self.seeds)})")
+            result = replace(result, seeds=tuple(wanted))
+        return result
+
+
+def parse_seeds(spec: str | int | Sequence[int]) -> tuple[int, ...]:
+    """
+    Parse a seed set: ``"0-9"``, ``"0-4,7"``, ``"3"`` or a list of ints.
+
+    :param spec: The specification.
+    :return: Sorted, unique seeds.
+    :raises ValueError: on a malformed specification.
+    """
+    seeds: set[int] = set()
+    if isinstance(spec, bool):
+        raise ValueError(f"malformed seeds {spec!r}")
+    if isinstance(spec, int):
+        seeds.add(spec)
+    elif isinstance(spec, str):
+        for part in spec.replace(" ", "").split(","):
+            match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if match is None:
+                raise ValueError(f"malformed seeds {spec!r}: expected e.g. '0-9' or '0-4,7'")
+            low = int(match.group(1))
+            high = int(match.group(2)) if match.group(2) is not None else low
+            if high < low:
+                raise ValueError(f"malformed seeds {spec!r}: empty range {part!r}")
+            seeds.update(range(low, high + 1))
+    elif isinstance(spec, Sequence) and all(isinstance(s, int) and not isinstance(s, bool) for s in spec):
+        seeds.update(int(s) for s in spec)
+    else:
+        raise ValueError(f"malformed seeds {spec!r}: expected a list of ints or a string like '0-9'")
+    if not seeds or min(seeds) < 0:
+        raise ValueError(f"malformed seeds {spec!r}: need at least one non-negative seed")
+    return tuple(sorted(seeds))
+
+
+def resolve_algo(algo: str, where: str) -> str:
+    """
+    Resolve an ``algo:`` value to a ``"module:Class"`` path and check that its module exists
+    (without importing it: the contender may import heavy code).
+
+    :param algo: Alias (``dqn``, ``per``, ``complementary``) or ``"module:Class"``.
+    :param where: Entry name for the error message.
+    :return: The ``"module:Class"`` path.
+    :raises ValueError: if the contender is unknown.
+    """
+    path = ALGO_ALIASES.get(algo, algo)
+    if not _ALGO_RE.match(path):
+        raise ValueError(
+            f"unknown contender {where}: algo {algo!r} is neither a known short name "
+            f"{sorted(ALGO_ALIASES)} nor a 'module:Class' path"
+        )
+    module = path.split(":")[0]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ValueError(f"unknown contender {where}: module {module!r} of algo {algo!r} cannot be found")
+    return path
+
+
+def _check_keys(mapping: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(mapping) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def _check_numbers(mapping: Mapping[str, Any], kinds: Mapping[str, type], where: str) -> None:
+    for key, kind in kinds.items():
+        if key not in mapping:
+            continue
+        value = mapping[key]
+        ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+        if not ok or isinstance(value, bool):
+            raise ValueError(f"{where}: {key} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
+
+
+def _check_name(name: Any, where: str) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name) or "__" in name:
+        raise ValueError(
+            f"{where}: name {name!r} must be letters, digits, '.', '+', '-' or single '_' "
+            "(it is used in file names; '__' separates fields)"
+        )
+    return name
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return {str(k): v for k, v in value.items()}
+
+
+def _parse_contenders(raw: Any) -> tuple[Contender, ...]:
+    if not isinstance(raw, Mapping) or not raw:
+        raise ValueError("matrix: 'contenders' must be a non-empty mapping of name -> {algo, kwargs}")
+    contenders = []
+    for name, spec in raw.items():
+        where = f"contender {name!r}"
+        _check_name(name, where)
+        if isinstance(spec, str):
+            spec = {"algo": spec}
+        spec = _mapping(spec, where)
+        _check_keys(spec, {"algo", "kwargs"}, where)
+        if "algo" not in spec or not isinstance(spec["algo"], str):
+            raise ValueError(f"{where}: 'algo' (a short name or 'module:Class') is required")
+        algo = resolve_algo(spec["algo"], where)
+        kwargs = _mapping(spec.get("kwargs"), f"{where} kwargs")
+        contenders.append(Contender(name=name, algo=algo, kwargs=kwargs))
+    return tuple(contenders)
+
+
+_SUITE_KEYS = {"name", "env", "budget", "env_kwargs", "wrappers", "hyperparams", "zoo_id", "r_ref", "r_ref_source"}
+
+
+def _parse_entry(raw: Any, index: int) -> SuiteEntry:
+    where = f"suite entry #{index}"
+    spec = _mapping(raw, where)
+    if "env" in spec:
+        where = f"suite entry {spec.get('name', spec['env'])!r}"
+    _check_keys(spec, _SUITE_KEYS, where)
+    env_id = spec.get("env")
+    if not isinstance(env_id, str):
+        raise ValueError(f"{where}: 'env' (a gymnasium id or 'module:Callable') is required")
+    check_env_id(env_id, where)
+    if "name" not in spec and ":" in env_id:
+        raise ValueError(f"{where}: an entry point needs a 'name' (used in file names and tables)")
+    name = _check_name(spec.get("name", env_id), where)
+    budget = spec.get("budget")
+    if isinstance(budget, float) and budget.is_integer():
+        budget = int(budget)
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+        raise ValueError(f"{where}: 'budget' must be a positive integer number of env steps, got {budget!r}")
+    wrappers = spec.get("wrappers") or []
+    if not isinstance(wrappers, list) or not all(isinstance(w, str) for w in wrappers):
+        raise ValueError(f"{where}: 'wrappers' must be a list of 'module:Wrapper' strings")
+    for wrapper in wrappers:
+        try:
+            import_object_path(wrapper)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ValueError(f"{where}: wrapper {wrapper!r} cannot be imported: {exc}") from exc
+    raw_hp = spec.get("hyperparams", "zoo")
+    if raw_hp == "zoo":
+        try:
+            hyperparams = zoo_hyperparams(str(spec.get("zoo_id", env_id)))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+    elif isinstance(raw_hp, Mapping):
+        try:
+            hyperparams = build_hyperparams(_mapping(raw_hp, where), source=f"matrix YAML [{name}]")
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+    else:
+        raise ValueError(f"{where}: 'hyperparams' must be 'zoo' or a mapping, got {raw_hp!r}")
+    if "r_ref" in spec:
+        r_ref = spec["r_ref"]
+        if not isinstance(r_ref, (int, float)) or isinstance(r_ref, bool):
+            raise ValueError(f"{where}: 'r_ref' must be a number")
+        source = spec.get("r_ref_source")
+        if not isinstance(source, str) or not source.strip():
+            raise ValueError(f"{where}: 'r_ref' needs an 'r_ref_source' saying where the number comes from")
+        reference = ReferenceScore(float(r_ref), source)
+    else:
+        found = zoo_reference(str(spec.get("zoo_id", env_id)))
+        if found is None:
+            raise ValueError(
+                f"{where}: no rl-zoo3 DQN reference score is known for {env_id!r}; state 'r_ref' and 'r_ref_source'"
+            )
+        reference = found
+    return SuiteEntry(
+        name=name,
+        env_id=env_id,
+        budget=budget,
+        hyperparams=hyperparams,
+        reference=reference,
+        env_kwargs=_mapping(spec.get("env_kwargs"), f"{where} env_kwargs"),
+        wrappers=tuple(wrappers),
+    )
+
+
+def parse_matrix(raw: Any, source: str = "<memory>") -> Matrix:
+    """
+    Validate a matrix already loaded from YAML.
+
+    :param raw: The loaded YAML document.
+    :param source: Its path, for error messages.
+    :return: The validated matrix.
+    :raises ValueError: naming the offending entry.
+    """
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"matrix {source}: the top level must be a mapping")
+    doc = {str(k): v for k, v in raw.items()}
+    _check_keys(doc, {"version", "seeds", "eval", "random_policy", "device", "contenders", "suite"}, f"matrix {source}")
+    version = doc.get("version", MATRIX_VERSION)
+    if version != MATRIX_VERSION:
+        raise ValueError(f"matrix {source}: version {version!r} is not supported (this harness reads {MATRIX_VERSION})")
+    if "seeds" not in doc:
+        raise ValueError(f"matrix {source}: 'seeds' is required (e.g. '0-9')")
+    seeds = parse_seeds(doc["seeds"])
+
+    eval_doc = _mapping(doc.get("eval"), "eval")
+    _check_keys(eval_doc, {"fraction", "episodes", "seed_offset"}, "eval")
+    _check_numbers(eval_doc, {"fraction": float, "episodes": int, "seed_offset": int}, "eval")
+    evaluation = EvalSettings(**eval_doc)
+    n_points = 1.0 / evaluation.fraction if evaluation.fraction > 0 else 0.0
+    if not 0 < evaluation.fraction <= 1 or abs(n_points - round(n_points)) > 1e-9:
+        raise ValueError(f"eval: fraction must divide 1 exactly (e.g. 0.05), got {evaluation.fraction}")
+    if evaluation.episodes < 1:
+        raise ValueError("eval: episodes must be >= 1")
+
+    random_doc = _mapping(doc.get("random_policy"), "random_policy")
+    _check_keys(random_doc, {"episodes", "seed"}, "random_policy")
+    _check_numbers(random_doc, {"episodes": int, "seed": int}, "random_policy")
+    random_policy = RandomPolicySettings(**random_doc)
+    if random_policy.episodes < 1:
+        raise ValueError("random_policy: episodes must be >= 1")
+
+    contenders = _parse_contenders(doc.get("contenders"))
+    raw_suite = doc.get("suite")
+    if not isinstance(raw_suite, list) or not raw_suite:
+        raise ValueError(f"matrix {source}: 'suite' must be a non-empty list of entries")
+    suite = tuple(_parse_entry(entry, index) for index, entry in enumerate(raw_suite))
+
+    for kind, names in (("contender", [c.name for c in contenders]), ("suite entry", [e.name for e in suite])):
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"matrix {source}: duplicate {kind} name(s) {duplicates}")
+    for entry in suite:
+        if entry.budget < len(evaluation.timesteps(entry.budget)):
+            raise ValueError(f"suite entry {entry.name!r}: budget {entry.budget} is smaller than the number of evals")
+
+    shared = set(RESERVED_KWARGS)
+    for entry in suite:
+        shared.update(entry.hyperparams.model_kwargs)
+    for contender in contenders:
+        clash = sorted(shared & set(contender.kwargs))
+        if clash:
+            raise ValueError(
+                f"contender {contender.name!r}: kwargs {clash} are shared hyperparameters or harness settings; "
+                "the protocol gives every contender identical hyperparameters"
+            )
+    device = doc.get("device", "cpu")
+    if not isinstance(device, str):
+        raise ValueError(f"matrix {source}: device must be a string")
+    return Matrix(
+        contenders=contenders,
+        suite=suite,
+        seeds=seeds,
+        evaluation=evaluation,
+        random_policy=random_policy,
+        device=device,
+        source=source,
+    )
+
+
+def default_matrix_path(name: str = "default.yml") -> Path:
+    """
+    :param name: File name inside the packaged ``matrices/`` folder.
+    :return: Path of a matrix shipped with the package.
+    """
+    return Path(str(importlib.resources.files("sb3_complementary.benchmark") / "matrices" / name))
+
+
+def load_matrix(path: str | Path | None = None) -> Matrix:
+    """
+    Read and validate a matrix YAML file.
+
+    :param path: The file (``None``: the packaged ``default.yml``).
+    :return: The validated matrix.
+    :raises ValueError: on malformed YAML or an invalid entry, naming the file and the entry.
+    """
+    path = default_matrix_path() if path is None else Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read matrix {path}: {exc}") from exc
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"matrix {path} is not valid YAML: {exc}") from exc
+    try:
+        return parse_matrix(raw, source=str(path))
+    except ValueError as exc:
+        message = str(exc)
+        raise ValueError(message if str(path) in message else f"{path}: {message}") from exc

@@ -1,0 +1,141 @@
+"""The report on a tiny synthetic set of run files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+from sb3_complementary.benchmark import report
+from sb3_complementary.benchmark.normalize import RandomScore, save_random_scores
+from sb3_complementary.benchmark.report import BudgetMismatchError, build_report, collect
+from sb3_complementary.benchmark.store import write_run_file
+
+ENVS = {
+    # name: (budget, r_random, r_ref)
+    "CartPole-v1": (1000, 20.0, 500.0),
+    "MountainCar-v0": (2000, -200.0, -100.849),
+}
+# Fraction of the way from random to reference reached at the end of training.
+SKILL = {"dqn": 0.7, "per": 0.75, "complementary": 0.9, "complementary-td": 0.6}
+
+
+def synthetic_record(
+    contender: str, env: str, seed: int, budget: int | None = None, status: str = "done"
+) -> dict[str, Any]:
+    env_budget, r_random, r_ref = ENVS[env]
+    budget = budget or env_budget
+    timesteps = [round(budget * k / 20) for k in range(1, 21)]
+    rng = np.random.default_rng(hash((contender, env, seed)) % 2**32)
+    progress = np.linspace(0.0, 1.0, 20) ** (1.0 / SKILL[contender])
+    mean = r_random + (r_ref - r_random) * SKILL[contender] * progress + rng.normal(0, 5, size=20)
+    data: dict[str, Any] = {
+        "run_id": f"{contender}__{env}__s{seed}",
+        "status": status,
+        "contender": {"name": contender, "algo": "stable_baselines3:DQN", "kwargs": {}},
+        "env": {
+            "name": env,
+            "env_id": env,
+            "env_kwargs": {},
+            "wrappers": [],
+            "budget": budget,
+            "r_ref": r_ref,
+            "r_ref_source": "rl-zoo3 benchmark.md row 'dqn | x | y'",
+        },
+        "seed": seed,
+        "eval": {"fraction": 0.05, "episodes": 10},
+        "versions": {"stable_baselines3": "2.9.2", "torch": "2.x"},
+        "code": {"git_commit": "0123456789abcdef", "git_dirty": False},
+    }
+    if status == "done":
+        data["curve"] = {"timesteps": timesteps, "mean": mean.tolist(), "std": [1.0] * 20}
+        base = 10.0 * (1.3 if contender.startswith("complementary") else 1.0)
+        data["timing"] = {"train_seconds": base * (1 + seed), "train_cpu_seconds": base * (1 + seed)}
+    else:
+        data["error"] = "RuntimeError: synthetic crash | with a pipe"
+        data["traceback"] = "Traceback (most recent call last):\nRuntimeError: synthetic crash\n"
+    return data
+
+
+def make_runs(runs: Path, seeds: range = range(3)) -> None:
+    for contender in SKILL:
+        for env in ENVS:
+            for seed in seeds:
+                failed = contender == "complementary-td" and env == "MountainCar-v0" and seed == 2
+                write_run_file(runs, synthetic_record(contender, env, seed, status="failed" if failed else "done"))
+    save_random_scores(
+        runs, {env: RandomScore(r_random, 1.0, 100, 0, "synthetic") for env, (_, r_random, _) in ENVS.items()}
+    )
+
+
+def test_report_writes_tables_and_pngs(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make_runs(runs)
+    (runs / "per__CartPole-v1__s9.json").write_text('{"run_id": "per__Cart')  # half-written
+    out = tmp_path / "site"
+    readme = build_report(runs, out, reps=50)
+    text = readme.read_text()
+
+    assert text.startswith("# Benchmark results")
+    assert f"python -m sb3_complementary.benchmark.report --runs {runs} --out {out}" in text.split("## Headline")[0]
+    assert "First look" in text  # 3 seeds < 10
+    for heading in ("## Headline", "## Goal check", "## Wall-clock cost", "## Per environment", "### Failed runs"):
+        assert heading in text
+    assert "| `complementary` | 3 |" in text
+    assert "| `complementary-td` | 2 |" in text  # seed 2 failed on one env: aggregated over 2 seeds
+    assert "`complementary-td__MountainCar-v0__s2.json` | RuntimeError: synthetic crash \\| with a pipe" in text
+    assert "`complementary-td__CartPole-v1__s2`" in text  # done, but left out of the aggregates: listed
+    assert "`per__CartPole-v1__s9.json`" in text  # unreadable: listed
+    assert "| `complementary` | `dqn` |" in text and "| `complementary` | `per` |" in text  # P(X > Y) rows
+    assert "1.30 [1.30, 1.30] (n=6)" in text  # wall-clock ratio to dqn, all environments
+    assert "IQM of normalised AUC at least 1.10x" in text
+
+    expected = {
+        "aggregate_auc.png",
+        "aggregate_final.png",
+        "probability_of_improvement.png",
+        "performance_profiles.png",
+        "aggregate_curve.png",
+        "curves_CartPole-v1.png",
+        "curves_MountainCar-v0.png",
+    }
+    assert expected <= {p.name for p in out.iterdir()}
+    for name in expected:
+        assert (out / name).stat().st_size > 1000
+        assert f"]({name})" in text
+
+
+def test_statistics_on_synthetic_runs(tmp_path: Path) -> None:
+    make_runs(tmp_path)
+    data = collect(tmp_path)
+    assert data.contenders == ["dqn", "per", "complementary", "complementary-td"]
+    assert data.complete_seeds["complementary-td"] == [0, 1]
+    stats = report.compute_statistics(data, reps=50)
+    iqm_dqn = stats.aggregates["AUC"]["dqn"][0]
+    iqm_comp = stats.aggregates["AUC"]["complementary"][0]
+    assert iqm_comp.point > iqm_dqn.point
+    assert iqm_dqn.low <= iqm_dqn.point <= iqm_dqn.high
+    assert stats.poi["AUC"][("complementary", "dqn")].point == pytest.approx(1.0)
+    assert stats.wallclock["complementary"]["CartPole-v1"].median == pytest.approx(1.3)
+    assert "dqn" not in stats.wallclock
+
+
+def test_mismatched_budgets_are_refused(tmp_path: Path) -> None:
+    make_runs(tmp_path, seeds=range(2))
+    write_run_file(tmp_path, synthetic_record("dqn", "CartPole-v1", 5, budget=4000))
+    with pytest.raises(BudgetMismatchError, match=r"CartPole-v1: runs with different budgets") as info:
+        build_report(tmp_path, tmp_path / "site", reps=10)
+    assert "dqn__CartPole-v1__s5.json" in str(info.value)
+    assert "MountainCar-v0" not in str(info.value)
+    assert not (tmp_path / "site" / "README.md").exists()
+    assert report.main(["--runs", str(tmp_path), "--out", str(tmp_path / "site"), "--reps", "10"]) == 2
+
+
+def test_no_runs_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no readable run file"):
+        collect(tmp_path)
