@@ -381,7 +381,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             ended = np.logical_or(self.dones[seq, envs[:, None]], self.timeouts[seq, envs[:, None]])
             end = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
             mask = steps[None, :] <= end[:, None]
-            discounts = (self.gamma ** mask.sum(axis=1, keepdims=True)).astype(np.float32)
+            discounts = self.gamma ** mask.sum(axis=1, keepdims=True).astype(np.float32)  # float32, as SB3
             returns = (rewards * (self.gamma ** steps.astype(np.float32)) * mask).sum(axis=1, keepdims=True)
             last_rows = (rows + end) % self.buffer_size
             dones = (self.dones[last_rows, envs] * (1.0 - self.timeouts[last_rows, envs]))[:, None]

@@ -48,14 +48,33 @@ def observation_feature_dim(observation_space: spaces.Space) -> int:
     )
 
 
+#: Columns of the stored table (the matrix columns are derived from them at read time).
+_STORED = (
+    "reward",
+    "terminal",
+    "timeout",
+    "td_abs",
+    "td_step",
+    "insert_step",
+    "sample_count",
+    "episode_return",
+    "episode_position",
+    "task_id",
+)
+_COL = {name: i for i, name in enumerate(_STORED)}
+
+
 class TransitionFeatures:
     """
     Cheap, observation-independent statistics of every stored transition.
 
-    Arrays are laid out like SB3's replay storage, ``(buffer_size, n_envs)``, so the flat
-    index ``pos * n_envs + env`` used by the sum tree addresses them after ``reshape(-1)``.
+    All columns live in one ``float32`` table of shape ``(buffer_size, n_envs, n_stored)``, laid
+    out like SB3's replay storage, so the flat index ``pos * n_envs + env`` used by the sum tree
+    addresses a row after ``reshape(-1, n_stored)``, and building the features of a sampled
+    batch is a single gather. Named columns (``reward``, ``td_abs``, ``action``, ...) are views.
     Derived quantities (age, staleness of the TD error) are computed at read time from the
-    step stamps, so nothing has to be rewritten as time passes.
+    step stamps, so nothing has to be rewritten as time passes; ``float32`` stamps are exact up
+    to 2^24 rows per env and only round (by a few rows) beyond, which the log-scaled age ignores.
 
     Episode returns are back-filled per env when its episode ends; until then a transition
     carries the return accumulated so far, which is the best estimate available.
@@ -69,27 +88,37 @@ class TransitionFeatures:
         self.buffer_size = buffer_size
         self.n_envs = n_envs
         self.action_space = action_space
-        shape = (buffer_size, n_envs)
-        self.reward = np.zeros(shape, dtype=np.float32)
-        self.terminal = np.zeros(shape, dtype=np.float32)
-        self.timeout = np.zeros(shape, dtype=np.float32)
-        self.td_abs = np.zeros(shape, dtype=np.float32)
-        self.td_step = np.full(shape, -1, dtype=np.int64)
-        self.insert_step = np.zeros(shape, dtype=np.int64)
-        self.sample_count = np.zeros(shape, dtype=np.int32)
-        self.episode_return = np.zeros(shape, dtype=np.float32)
-        self.episode_position = np.zeros(shape, dtype=np.int32)
-        self.task_id = np.zeros(shape, dtype=np.float32)
-        self.action = np.zeros((buffer_size, n_envs, action_feature_dim(action_space)), dtype=np.float32)
+        self.action_dim = action_feature_dim(action_space)
+        self.table = np.zeros((buffer_size, n_envs, len(_STORED) + self.action_dim), dtype=np.float32)
+        self.table[:, :, _COL["td_step"]] = -1
         # Per-env bookkeeping of the running episode, for the back-fill.
         self._episode_length = np.zeros(n_envs, dtype=np.int64)
         self._running_return = np.zeros(n_envs, dtype=np.float64)
         #: Returns of episodes finished since the last :meth:`pop_finished_returns`.
         self.finished_returns: list[float] = []
 
+    def _column(self, name: str) -> np.ndarray:
+        return self.table[:, :, _COL[name]]
+
+    reward = property(lambda self: self._column("reward"))
+    terminal = property(lambda self: self._column("terminal"))
+    timeout = property(lambda self: self._column("timeout"))
+    td_abs = property(lambda self: self._column("td_abs"))
+    td_step = property(lambda self: self._column("td_step"))
+    insert_step = property(lambda self: self._column("insert_step"))
+    sample_count = property(lambda self: self._column("sample_count"))
+    episode_return = property(lambda self: self._column("episode_return"))
+    episode_position = property(lambda self: self._column("episode_position"))
+    task_id = property(lambda self: self._column("task_id"))
+
+    @property
+    def action(self) -> np.ndarray:
+        """``(buffer_size, n_envs, A)`` view of the action block."""
+        return self.table[:, :, len(_STORED) :]
+
     @property
     def n_columns(self) -> int:
-        return len(SCALAR_FEATURES) + self.action.shape[-1]
+        return len(SCALAR_FEATURES) + self.action_dim
 
     def _encode_actions(self, action: np.ndarray) -> np.ndarray:
         """``(n_envs, action_dim)`` buffer actions → ``(n_envs, A)`` feature block."""
@@ -129,20 +158,20 @@ class TransitionFeatures:
         reward = np.asarray(reward, dtype=np.float32).reshape(self.n_envs)
         done = np.asarray(done, dtype=bool).reshape(self.n_envs)
         timeout = np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=bool)
-        self.reward[pos] = reward
-        self.terminal[pos] = done & ~timeout
-        self.timeout[pos] = timeout
-        self.td_abs[pos] = 0.0
-        self.td_step[pos] = -1
-        self.insert_step[pos] = step
-        self.sample_count[pos] = 0
-        self.episode_position[pos] = self._episode_length
-        self.task_id[pos] = [float(info.get("task_id", 0)) for info in infos]
-        self.action[pos] = self._encode_actions(action)
-
         self._episode_length += 1
         self._running_return += reward
-        self.episode_return[pos] = self._running_return
+        row = self.table[pos]
+        row[:, _COL["reward"]] = reward
+        row[:, _COL["terminal"]] = done & ~timeout
+        row[:, _COL["timeout"]] = timeout
+        row[:, _COL["td_abs"]] = 0.0
+        row[:, _COL["td_step"]] = -1
+        row[:, _COL["insert_step"]] = step
+        row[:, _COL["sample_count"]] = 0
+        row[:, _COL["episode_return"]] = self._running_return
+        row[:, _COL["episode_position"]] = self._episode_length - 1
+        row[:, _COL["task_id"]] = [float(info.get("task_id", 0)) for info in infos]
+        row[:, len(_STORED) :] = self._encode_actions(action)
         for env_idx in np.flatnonzero(done):
             self._backfill(int(env_idx), pos)
 
@@ -151,7 +180,7 @@ class TransitionFeatures:
         length = int(min(self._episode_length[env_idx], self.buffer_size))
         rows = (last_pos - np.arange(length)) % self.buffer_size
         final_return = self._running_return[env_idx]
-        self.episode_return[rows, env_idx] = final_return
+        self.table[rows, env_idx, _COL["episode_return"]] = final_return
         self.finished_returns.append(float(final_return))
         self._episode_length[env_idx] = 0
         self._running_return[env_idx] = 0.0
@@ -163,9 +192,10 @@ class TransitionFeatures:
 
     def record_use(self, flat_indices: np.ndarray, td_abs: np.ndarray, step: int) -> None:
         """Store the latest ``|TD|`` of sampled transitions and count the use."""
-        self.td_abs.reshape(-1)[flat_indices] = td_abs
-        self.td_step.reshape(-1)[flat_indices] = step
-        np.add.at(self.sample_count.reshape(-1), flat_indices, 1)
+        flat = self.table.reshape(-1, self.table.shape[-1])
+        flat[flat_indices, _COL["td_abs"]] = td_abs
+        flat[flat_indices, _COL["td_step"]] = step
+        np.add.at(flat[:, _COL["sample_count"]], flat_indices, 1)
 
     def matrix(self, flat_indices: np.ndarray, step: int, observations: np.ndarray | None = None) -> np.ndarray:
         """
@@ -176,23 +206,19 @@ class TransitionFeatures:
         :param observations: Optional ``(n, obs_dim)`` raw observations appended as extra columns.
         :return: ``(n, n_columns [+ obs_dim])`` float32 matrix; unnormalised, the extractor normalises it.
         """
-        pos, env = np.divmod(flat_indices, self.n_envs)
-        insert = self.insert_step[pos, env]
-        td_step = self.td_step[pos, env]
+        rows = self.table.reshape(-1, self.table.shape[-1])[flat_indices]  # one gather: (n, n_stored + A)
+        insert = rows[:, _COL["insert_step"]]
+        td_step = rows[:, _COL["td_step"]]
         staleness = np.where(td_step >= 0, step - td_step, step - insert)
-        scalars = (
-            self.reward[pos, env],
-            self.terminal[pos, env],
-            self.timeout[pos, env],
-            self.td_abs[pos, env],
-            np.log1p(np.maximum(staleness, 0)),
-            np.log1p(np.maximum(step - insert, 0)),
-            np.log1p(self.sample_count[pos, env]),
-            self.episode_return[pos, env],
-            np.log1p(self.episode_position[pos, env]),
-            self.task_id[pos, env],
-        )
-        blocks = [np.stack(scalars, axis=1).astype(np.float32, copy=False), self.action[pos, env]]
-        if observations is not None:
-            blocks.append(observations.reshape(len(flat_indices), -1).astype(np.float32, copy=False))
-        return np.concatenate(blocks, axis=1)
+        out = np.empty((len(flat_indices), self.n_columns), dtype=np.float32)
+        out[:, :4] = rows[:, :4]  # reward, terminal, timeout, td_abs
+        out[:, 4] = np.log1p(np.maximum(staleness, 0))
+        out[:, 5] = np.log1p(np.maximum(step - insert, 0))
+        out[:, 6] = np.log1p(rows[:, _COL["sample_count"]])
+        out[:, 7] = rows[:, _COL["episode_return"]]
+        out[:, 8] = np.log1p(rows[:, _COL["episode_position"]])
+        out[:, 9] = rows[:, _COL["task_id"]]
+        out[:, len(SCALAR_FEATURES) :] = rows[:, len(_STORED) :]
+        if observations is None:
+            return out
+        return np.concatenate([out, observations.reshape(len(flat_indices), -1).astype(np.float32)], axis=1)

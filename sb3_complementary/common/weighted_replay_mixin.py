@@ -177,15 +177,15 @@ class WeightedReplayMixin(_Base):
 
     def _migrate_buffer(self, old: ReplayBuffer) -> ComplementaryReplayBuffer:
         assert self.replay_buffer_class is not None
-        new = self.replay_buffer_class(
-            old.buffer_size * old.n_envs,
-            self.observation_space,
-            self.action_space,
-            device=self.device,
-            n_envs=old.n_envs,
-            optimize_memory_usage=old.optimize_memory_usage,
-            handle_timeout_termination=getattr(old, "handle_timeout_termination", True),
+        kwargs = {
             **self.replay_buffer_kwargs,
+            "device": self.device,
+            "n_envs": old.n_envs,
+            "optimize_memory_usage": old.optimize_memory_usage,
+            "handle_timeout_termination": getattr(old, "handle_timeout_termination", True),
+        }
+        new = self.replay_buffer_class(
+            old.buffer_size * old.n_envs, self.observation_space, self.action_space, **kwargs
         )
         assert isinstance(new, ComplementaryReplayBuffer)
         n_rows = old.size()
