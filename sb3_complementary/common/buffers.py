@@ -16,6 +16,9 @@ from sb3_complementary.common.sum_tree import SumTree
 from sb3_complementary.common.validation import check_choice, check_range
 
 INITIAL_SCORES = ("max", "neutral")
+EVICTIONS = ("fifo", "lowest_score")
+#: Candidates examined per eviction with ``eviction="lowest_score"``.
+EVICTION_CANDIDATES = 64
 #: Score given to new transitions with ``initial_score="neutral"``: the extractor's "don't know".
 NEUTRAL_SCORE = 0.5
 
@@ -69,6 +72,12 @@ class ComplementaryReplayBuffer(ReplayBuffer):
     :param initial_score: Score of a new transition: ``"max"`` (highest score so far, so it is
         replayed soon, as in PER) or ``"neutral"`` (0.5).
     :param include_observation: Append the raw observation to the features (small flat Box only).
+    :param eviction: What a full buffer drops: ``"fifo"`` (the oldest transition, as SB3) or
+        ``"lowest_score"`` (the paper's "delete when down-voted": the oldest transition is kept
+        by moving it into the slot of the lowest-scored of a random sample of
+        ``EVICTION_CANDIDATES`` older transitions, if that one scores lower). It keeps SB3's
+        ring layout, so it needs ``n_steps=1`` and ``optimize_memory_usage=False``, whose
+        samples read neighbouring rows.
     """
 
     observations: Any
@@ -92,6 +101,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         score_floor: float = 0.0,
         initial_score: str = "max",
         include_observation: bool = False,
+        eviction: str = "fifo",
     ) -> None:
         check_range("alpha", alpha, low=0.0)
         check_range("beta", beta, low=0.0, high=1.0)
@@ -100,6 +110,9 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         check_range("score_floor", score_floor, low=0.0)
         check_range("n_steps", n_steps, low=1)
         check_choice("initial_score", initial_score, INITIAL_SCORES)
+        check_choice("eviction", eviction, EVICTIONS)
+        if eviction == "lowest_score" and (n_steps > 1 or optimize_memory_usage):
+            raise ValueError("eviction='lowest_score' needs n_steps=1 and optimize_memory_usage=False")
         if epsilon == 0 and score_floor == 0 and uniform_fraction < 1:
             raise ValueError("epsilon and score_floor cannot both be 0: a transition could never be sampled again")
         action_feature_dim(action_space)  # fails early, naming the space, if features cannot encode it
@@ -127,6 +140,8 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.score_floor = score_floor
         self.initial_score = initial_score
         self.include_observation = include_observation
+        self.eviction = eviction
+        self._eviction_rng = np.random.default_rng(0)  # private: eviction must not shift SB3's RNG stream
 
         self.tree = SumTree(self.buffer_size * self.n_envs)
         self.scores = np.zeros(self.buffer_size * self.n_envs, dtype=np.float32)
@@ -147,12 +162,50 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         infos: list[dict[str, Any]],
     ) -> None:
         pos = self.pos
+        if self.full and self.eviction == "lowest_score":
+            self._rescue_oldest(pos)
         self.features.add(pos, action.reshape((self.n_envs, self.action_dim)), reward, done, infos, self.n_added)
         super().add(obs, next_obs, action, reward, done, infos)
         self.n_added += 1
         self._unscored_rows.append(pos)
         if len(self._unscored_rows) >= 4096:  # bound the backlog when nothing samples for a long time
             self._flush_new()
+
+    def _rescue_oldest(self, pos: int) -> None:
+        """
+        Before row ``pos`` (the oldest) is overwritten, move each of its transitions that outscores
+        the lowest-scored of a random sample of candidates into that candidate's slot.
+
+        Candidates are older than the envs' running episodes (whose rows the return back-fill
+        will still write) and than the rows not yet scored, and never in row ``pos`` itself.
+        """
+        n_candidates = min(EVICTION_CANDIDATES, self.buffer_size - 1)
+        rows = self._eviction_rng.integers(0, self.buffer_size, size=(self.n_envs, n_candidates))
+        envs = self._eviction_rng.integers(0, self.n_envs, size=(self.n_envs, n_candidates))
+        age = (pos - rows) % self.buffer_size  # 0 = row pos (the oldest), 1 = the freshest
+        min_age = np.maximum(self.features.running_episode_length[envs], len(self._unscored_rows))
+        eligible = age > min_age
+        candidates = rows * self.n_envs + envs
+        scores = np.where(eligible, self.scores[candidates], np.inf)
+        best = scores.argmin(axis=1)
+        taken: set[int] = set()
+        for env_idx in range(self.n_envs):
+            victim = int(candidates[env_idx, best[env_idx]])
+            oldest = pos * self.n_envs + env_idx
+            if victim not in taken and scores[env_idx, best[env_idx]] < self.scores[oldest]:
+                self._move(oldest, victim)
+                taken.add(victim)
+
+    def _move(self, source: int, target: int) -> None:
+        """Copy transition ``source`` (flat index) over ``target``: data, features, score and priority."""
+        (src_row, src_env), (dst_row, dst_env) = divmod(source, self.n_envs), divmod(target, self.n_envs)
+        storages = [self.actions, self.rewards, self.dones, self.timeouts, self.features.table]
+        for observations in (self.observations, self.next_observations):
+            storages += list(observations.values()) if isinstance(observations, dict) else [observations]
+        for storage in storages:
+            storage[dst_row, dst_env] = storage[src_row, src_env]
+        self.scores[target] = self.scores[source]
+        self.tree.update(np.array([target]), np.array([self.tree.leaves[source]]))
 
     def _flush_new(self) -> None:
         """

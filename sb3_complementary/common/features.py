@@ -185,6 +185,11 @@ class TransitionFeatures:
         self._episode_length[env_idx] = 0
         self._running_return[env_idx] = 0.0
 
+    @property
+    def running_episode_length(self) -> np.ndarray:
+        """``(n_envs,)`` rows written so far by each env's unfinished episode."""
+        return self._episode_length
+
     def pop_finished_returns(self) -> list[float]:
         """Returns of the episodes finished since the last call (for the outcome signal)."""
         returns, self.finished_returns = self.finished_returns, []

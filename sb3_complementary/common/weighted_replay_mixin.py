@@ -29,7 +29,16 @@ else:
     _Base = object
 
 #: Knobs forwarded from the algorithm's constructor to the buffer.
-BUFFER_KNOBS = ("alpha", "beta", "epsilon", "uniform_fraction", "score_floor", "initial_score", "include_observation")
+BUFFER_KNOBS = (
+    "alpha",
+    "beta",
+    "epsilon",
+    "uniform_fraction",
+    "score_floor",
+    "initial_score",
+    "include_observation",
+    "eviction",
+)
 
 
 def atomic_write(path: str | pathlib.Path, write: Callable[[io.BufferedWriter], None]) -> None:
@@ -80,6 +89,7 @@ class WeightedReplayMixin(_Base):
         score_floor: float,
         initial_score: str,
         include_observation: bool,
+        eviction: str,
     ) -> None:
         check_range("alpha", alpha, low=0.0)
         check_range("beta", beta, low=0.0, high=1.0)
@@ -93,6 +103,7 @@ class WeightedReplayMixin(_Base):
         self.score_floor = score_floor
         self.initial_score = initial_score
         self.include_observation = include_observation
+        self.eviction = eviction
         self._is_weight_stats: list[np.ndarray] = []
 
     def _setup_model(self) -> None:

@@ -32,6 +32,8 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
     :param score_floor: Minimum score, >= 0 (also the fallback for non-finite extractor outputs).
     :param initial_score: Score of a new transition before its first re-score: ``"max"`` or ``"neutral"`` (0.5).
     :param include_observation: Add the raw observation to the extractor features (flat Box of <= 32 dims only).
+    :param eviction: What a full buffer drops: ``"fifo"`` (the oldest, as SB3) or ``"lowest_score"``
+        (the oldest survives by replacing a lower-scored older transition; see ComplementaryReplayBuffer).
     :param extractor_net_arch: Hidden layers of the extractor MLP (default ``[64, 64]``).
     :param extractor_lr_ratio: Extractor learning rate as a fraction of the policy's initial one.
     :param extractor_train_freq: Env steps between extractor fits.
@@ -60,6 +62,7 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
         score_floor: float = 0.01,
         initial_score: str = "max",
         include_observation: bool = False,
+        eviction: str = "fifo",
         extractor_net_arch: list[int] | None = None,
         extractor_lr_ratio: float = 0.25,
         extractor_train_freq: int = 500,
@@ -74,7 +77,9 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
     ) -> None:
         kwargs["_init_setup_model"] = False  # the knobs below must exist before _setup_model runs
         super().__init__(*args, **kwargs)
-        self._init_replay_knobs(alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation)
+        self._init_replay_knobs(
+            alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation, eviction
+        )
         self._init_extractor_knobs(
             contribution,
             extractor_net_arch,

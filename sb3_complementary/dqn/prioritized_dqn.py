@@ -27,6 +27,7 @@ class PrioritizedDQN(PrioritizedMixin, WeightedDQN):
     :param score_floor: Lower clip of the scores, >= 0.
     :param initial_score: ``"max"`` (new transitions get the largest ``|TD|`` seen, as in the paper) or ``"neutral"``.
     :param include_observation: Store small flat observations among the features (unused by PER itself).
+    :param eviction: ``"fifo"`` (as SB3) or ``"lowest_score"`` (drop a low-``|TD|`` transition instead of the oldest).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -45,11 +46,14 @@ class PrioritizedDQN(PrioritizedMixin, WeightedDQN):
         score_floor: float = 0.0,
         initial_score: str = "max",
         include_observation: bool = False,
+        eviction: str = "fifo",
         _init_setup_model: bool = True,
         **kwargs: Any,
     ) -> None:
         kwargs["_init_setup_model"] = False  # the knobs below must exist before _setup_model runs
         super().__init__(*args, **kwargs)
-        self._init_replay_knobs(alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation)
+        self._init_replay_knobs(
+            alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation, eviction
+        )
         if _init_setup_model:
             self._setup_model()
