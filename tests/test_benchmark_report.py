@@ -123,6 +123,14 @@ def test_statistics_on_synthetic_runs(tmp_path: Path) -> None:
     assert stats.poi["AUC"][("complementary", "dqn")].point == pytest.approx(1.0)
     assert stats.wallclock["complementary"]["CartPole-v1"].median == pytest.approx(1.3)
     assert "dqn" not in stats.wallclock
+    ratio = stats.iqm_ratio["complementary"]
+    assert ratio.low <= ratio.point <= ratio.high and ratio.point > 1.0
+    tau, profiles, profile_cis = stats.profiles["AUC"]
+    assert profiles["dqn"].shape == tau.shape and profile_cis["dqn"].shape == (2, *tau.shape)
+    # Reproducible whatever the state of NumPy's global generator (rliable resamples from it).
+    np.random.seed(12345)
+    again = report.compute_statistics(data, reps=50)
+    assert again.aggregates == stats.aggregates and again.poi == stats.poi and again.iqm_ratio == stats.iqm_ratio
 
 
 def test_mismatched_budgets_are_refused(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ The benchmark report: statistics over the run files, written as ``README.md`` + 
 
 It reads every run file of ``--runs``, normalises each eval curve per environment
 (:mod:`.normalize`), reduces it to AUC and final score (:mod:`.metrics`) and aggregates with
-rliable's metrics and plots, with stratified bootstrap CIs (:mod:`.bootstrap`, ``--reps``
-replications, fixed ``--bootstrap-seed``):
+rliable's metrics and plots, with rliable's stratified bootstrap CIs
+(``rliable.library.get_interval_estimates``, ``--reps`` replications, fixed ``--bootstrap-seed``):
 
 - IQM, mean and optimality gap of AUC and of the final score, per contender;
 - probability of improvement of the target contender over each baseline (and of every
@@ -32,7 +32,8 @@ import argparse
 import shlex
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from sb3_complementary.benchmark.bootstrap import independent_interval, interval_estimates
 from sb3_complementary.benchmark.metrics import auc, final_score
 from sb3_complementary.benchmark.normalize import ensure_random_scores, load_random_scores, normalized_score
 from sb3_complementary.benchmark.store import RunRecord, scan_runs
@@ -250,6 +250,55 @@ class Statistics:
     cpu_ratio: dict[str, Ratio]  # contender -> pooled CPU-time ratio
 
 
+@contextmanager
+def _seeded_global_rng(seed: int) -> Iterator[None]:
+    """
+    Seed NumPy's *global* generator for one rliable call, then restore the caller's state.
+
+    rliable's stratified bootstraps draw their resampling indices with ``np.random.choice``
+    (the global generator) and ignore their ``random_state`` argument, so the only way to make
+    the page reproducible is to seed the global generator right before each call that resamples.
+    """
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def interval_estimates(
+    score_dict: Mapping[str, np.ndarray | Sequence[np.ndarray]],
+    func: Callable[..., Any],
+    reps: int,
+    seed: int = 0,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """
+    rliable's ``get_interval_estimates`` (stratified bootstrap, percentile 95% CIs), made reproducible.
+
+    Each key gets its own call with the global generator seeded with ``seed``, so a contender's
+    CI does not depend on which other contenders (or pairs) are on the page.
+
+    :param score_dict: Key -> scores ``(n_runs, n_tasks, ...)``, or key -> a tuple of such arrays
+        (possibly with different numbers of runs), resampled independently, each stratified by task
+        (e.g. ``"x,y" -> (scores_x, scores_y)`` for the probability of improvement).
+    :param func: Aggregate, e.g. ``rliable.metrics.aggregate_iqm``; called as ``func(*arrays)``.
+    :param reps: Bootstrap replications.
+    :param seed: Seed of NumPy's global generator before each call.
+    :return: ``(points, intervals)``: key -> ``func`` of the scores, key -> ``(2, ...)`` (lower row,
+        upper row), as rliable returns them (they feed ``rliable.plot_utils`` directly).
+    """
+    from rliable import library
+
+    points: dict[str, np.ndarray] = {}
+    intervals: dict[str, np.ndarray] = {}
+    for key, scores in score_dict.items():
+        with _seeded_global_rng(seed):
+            point, ci = library.get_interval_estimates({key: scores}, func, reps=reps)
+        points[key], intervals[key] = point[key], ci[key]
+    return points, intervals
+
+
 def _interval(point: Any, ci: np.ndarray, index: int | None = None) -> Interval:
     point_arr = np.asarray(point, dtype=np.float64).reshape(-1)
     ci_arr = np.asarray(ci, dtype=np.float64).reshape(2, -1)
@@ -262,6 +311,31 @@ def _ratio(values: Sequence[float]) -> Ratio:
         return Ratio(0, float("nan"), float("nan"), float("nan"))
     arr = np.asarray(values, dtype=np.float64)
     return Ratio(len(arr), float(np.median(arr)), float(arr.min()), float(arr.max()))
+
+
+def performance_profiles(
+    score_dict: Mapping[str, np.ndarray], tau: np.ndarray, reps: int, seed: int = 0
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """
+    rliable's ``create_performance_profile`` (score distributions: fraction of (run, task) scores
+    above each threshold, with stratified-bootstrap 95% CIs), one seeded call per contender as in
+    :func:`interval_estimates`.
+
+    :param score_dict: Contender -> scores ``(n_runs, n_tasks)``.
+    :param tau: Thresholds.
+    :param reps: Bootstrap replications.
+    :param seed: Seed of NumPy's global generator before each call.
+    :return: ``(profiles, cis)``: contender -> ``(len(tau),)`` and contender -> ``(2, len(tau))``.
+    """
+    from rliable import library
+
+    profiles: dict[str, np.ndarray] = {}
+    cis: dict[str, np.ndarray] = {}
+    for key, scores in score_dict.items():
+        with _seeded_global_rng(seed):
+            profile, ci = library.create_performance_profile({key: scores}, tau, reps=reps)
+        profiles[key], cis[key] = profile[key], ci[key]
+    return profiles, cis
 
 
 def wallclock_ratios(
@@ -336,27 +410,23 @@ def compute_statistics(
     pairs += [(c, reference) for c in aggregated if c not in (reference, target) and reference in aggregated]
     poi: dict[str, dict[tuple[str, str], Interval]] = {}
     for metric, score_dict in scores.items():
-        poi[metric] = {}
-        for x, y in pairs:
-            point, ci = independent_interval(
-                [score_dict[x], score_dict[y]], rly_metrics.probability_of_improvement, reps=reps, seed=seed
-            )
-            poi[metric][(x, y)] = _interval(point, ci)
+        # rliable's way: pairs "x,y" -> (scores_x, scores_y), each resampled independently
+        pair_scores = {f"{x},{y}": (score_dict[x], score_dict[y]) for x, y in pairs}
+        pair_points, pair_cis = interval_estimates(
+            pair_scores, rly_metrics.probability_of_improvement, reps=reps, seed=seed
+        )
+        poi[metric] = {(x, y): _interval(pair_points[f"{x},{y}"], pair_cis[f"{x},{y}"]) for x, y in pairs}
 
     iqm_ratio: dict[str, Interval] = {}
     if reference in aggregated:
-        for contender in aggregated:
-            if contender == reference:
-                continue
 
-            def ratio_func(x: np.ndarray, y: np.ndarray) -> float:
-                denominator = rly_metrics.aggregate_iqm(y)
-                return float(rly_metrics.aggregate_iqm(x) / denominator) if denominator != 0 else float("nan")
+        def ratio_func(x: np.ndarray, y: np.ndarray) -> float:
+            denominator = rly_metrics.aggregate_iqm(y)
+            return float(rly_metrics.aggregate_iqm(x) / denominator) if denominator != 0 else float("nan")
 
-            point, ci = independent_interval(
-                [scores["AUC"][contender], scores["AUC"][reference]], ratio_func, reps=reps, seed=seed
-            )
-            iqm_ratio[contender] = _interval(point, ci)
+        ratio_scores = {c: (scores["AUC"][c], scores["AUC"][reference]) for c in aggregated if c != reference}
+        ratio_points, ratio_cis = interval_estimates(ratio_scores, ratio_func, reps=reps, seed=seed)
+        iqm_ratio = {c: _interval(ratio_points[c], ratio_cis[c]) for c in ratio_scores}
 
     profiles = {}
     for metric, score_dict in scores.items():
@@ -364,13 +434,7 @@ def compute_statistics(
             continue
         all_scores = np.concatenate([s.reshape(-1) for s in score_dict.values()])
         tau = np.linspace(min(0.0, float(all_scores.min())), max(1.5, float(all_scores.max())), 61)
-
-        def profile_func(x: np.ndarray, tau: np.ndarray = tau) -> np.ndarray:
-            # rliable's score distribution: fraction of (run, task) scores above each threshold
-            return np.mean(x.reshape(-1)[:, None] > tau[None, :], axis=0)
-
-        points, cis = interval_estimates(score_dict, profile_func, reps=reps, seed=seed)
-        profiles[metric] = (tau, points, cis)
+        profiles[metric] = (tau, *performance_profiles(score_dict, tau, reps=reps, seed=seed))
 
     wall = wallclock_ratios(data.records, reference)
     cpu = wallclock_ratios(data.records, reference, "train_cpu_seconds")
@@ -422,6 +486,7 @@ def plot_learning_curves(data: ReportData, out_dir: Path, reps: int, seed: int) 
                 score_dict[contender] = np.stack([runs[s] for s in sorted(runs)])[:, None, :]  # (runs, 1, evals)
         if not score_dict:
             continue
+        # rliable's stratified bootstrap at each eval point (the band is pointwise)
         points, cis = interval_estimates(score_dict, lambda x: x[:, 0, :].mean(axis=0), reps=reps, seed=seed)
         fig, ax = plt.subplots(figsize=(7, 4.5))
         steps = data.timesteps[env]
@@ -547,6 +612,7 @@ def plot_aggregate_curve(data: ReportData, stats: Statistics, out_dir: Path, rep
     def iqm_per_point(x: np.ndarray) -> np.ndarray:
         return np.array([rly_metrics.aggregate_iqm(x[..., i]) for i in range(n_evals)])
 
+    # rliable's sample-efficiency curve: IQM per eval point through get_interval_estimates (pointwise band)
     points, cis = interval_estimates(score_dict, iqm_per_point, reps=max(reps // 4, 50), seed=seed)
     colors = _colors(stats.aggregated)
     fractions = np.arange(1, n_evals + 1) / n_evals
