@@ -1,0 +1,303 @@
+"""Drop-in: ComplementaryDQN and PrioritizedDQN run wherever SB3's DQN runs (short learns, tiny nets)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3 import DQN
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback, EvalCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import FakeImageEnv, IdentityEnv, SimpleMultiObsEnv
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+from sb3_complementary import (
+    ComplementaryDictReplayBuffer,
+    ComplementaryDQN,
+    ComplementaryReplayBuffer,
+    ExtractorTrainingCallback,
+    PrioritizedDQN,
+)
+from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from tests.conftest import ALGOS, TINY_DQN, TINY_EXTRACTOR, ObsSpaceEnv, make_model
+
+STEPS = 400
+
+
+def env_factory(kind: str):
+    if kind == "box":
+        return gym.make("CartPole-v1")
+    if kind == "discrete":
+        return IdentityEnv(dim=4, ep_length=20)
+    if kind == "multibinary":
+        return ObsSpaceEnv(spaces.MultiBinary(4))
+    if kind == "multidiscrete":
+        return ObsSpaceEnv(spaces.MultiDiscrete([3, 2, 4]))
+    raise AssertionError(kind)
+
+
+def check_learned(model, steps=STEPS):
+    """It ran, trained, kept a healthy tree, and (for Complementary) fitted the extractor."""
+    assert model.num_timesteps >= steps
+    assert model._n_updates > 0
+    buffer = model.replay_buffer
+    assert isinstance(buffer, ComplementaryReplayBuffer)
+    assert buffer.size() > 0
+    leaves = buffer.tree.leaves
+    assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
+    if isinstance(model, ComplementaryMixin):
+        assert len(model.label_store) > 0
+        assert model.extractor.net[-1].weight.abs().sum().item() > 0, "the extractor was never fitted"
+        scores = model.extractor.score(buffer.feature_matrix(buffer.valid_indices()))
+        assert np.all(np.isfinite(scores))
+    env = model.get_env()
+    obs = env.reset()
+    actions, _ = model.predict(obs, deterministic=True)
+    assert actions.shape == (env.num_envs,)
+    assert all(env.action_space.contains(int(a)) for a in actions)
+
+
+@pytest.mark.parametrize("algo", list(ALGOS))
+def test_box_observations(algo):
+    model = make_model(algo, "CartPole-v1", seed=0)
+    model.learn(STEPS)
+    check_learned(model)
+
+
+@pytest.mark.parametrize("kind", ["discrete", "multibinary", "multidiscrete"])
+@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+def test_other_observation_spaces(algo, kind):
+    model = make_model(algo, env_factory(kind), seed=0)
+    model.learn(STEPS)
+    check_learned(model)
+
+
+@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+def test_several_envs_dummy_vec_env(algo):
+    env = make_vec_env("CartPole-v1", n_envs=3, seed=0, vec_env_cls=DummyVecEnv)
+    model = make_model(algo, env, seed=0)
+    assert model.replay_buffer.n_envs == 3
+    model.learn(STEPS)
+    check_learned(model)
+    # Transitions of every env are stored and sampled.
+    envs = np.concatenate([model.replay_buffer.sample_weighted(64).indices % 3 for _ in range(5)])
+    assert set(envs.tolist()) == {0, 1, 2}
+
+
+def test_several_discrete_obs_envs():
+    """SB3 reshapes Discrete observations of several envs: the features must follow."""
+    env = make_vec_env(lambda: IdentityEnv(dim=3, ep_length=10), n_envs=2, seed=0)
+    model = make_model("complementary-td", env, seed=0)
+    model.learn(STEPS)
+    check_learned(model)
+
+
+def test_subproc_vec_env():
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
+    try:
+        model = make_model("complementary-influence", env, seed=0)
+        model.learn(STEPS)
+        check_learned(model)
+    finally:
+        env.close()
+
+
+def test_vec_normalize():
+    env = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0), gamma=0.99)
+    model = make_model("complementary-influence", env, seed=0)
+    model.learn(STEPS)
+    check_learned(model)
+    assert model._vec_normalize_env is env
+    # Samples come back normalised: the stored raw observations are not what the batch holds.
+    buffer = model.replay_buffer
+    np.random.seed(0)
+    batch = buffer.sample_weighted(32, env=env)
+    rows, envs = np.divmod(batch.indices, buffer.n_envs)
+    raw = buffer.observations[rows, envs]
+    np.testing.assert_allclose(batch.samples.observations.numpy(), env.normalize_obs(raw), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+def test_cnn_policy_on_small_images(algo):
+    env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
+    policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"features_dim": 16}}
+    model = make_model(algo, env, policy="CnnPolicy", buffer_size=200, policy_kwargs=policy_kwargs, seed=0)
+    model.learn(200)
+    check_learned(model, 200)
+
+
+def test_cnn_policy_rejects_raw_image_features():
+    env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
+    with pytest.raises(ValueError, match="Box"):
+        make_model("complementary-td", env, policy="CnnPolicy", include_observation=True)
+
+
+@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+def test_multi_input_policy_on_dict_env(algo):
+    env = SimpleMultiObsEnv(random_start=False)
+    policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"cnn_output_dim": 16}}
+    model = make_model(algo, env, policy="MultiInputPolicy", buffer_size=200, policy_kwargs=policy_kwargs, seed=0)
+    assert isinstance(model.replay_buffer, ComplementaryDictReplayBuffer)
+    model.learn(200)
+    check_learned(model, 200)
+
+
+@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+def test_optimize_memory_usage(algo):
+    model = make_model(
+        algo,
+        "CartPole-v1",
+        buffer_size=100,  # wraps several times
+        optimize_memory_usage=True,
+        replay_buffer_kwargs={"handle_timeout_termination": False},
+        seed=0,
+    )
+    assert model.replay_buffer.optimize_memory_usage
+    model.learn(STEPS)
+    check_learned(model)
+    buffer = model.replay_buffer
+    assert buffer.full
+    buffer.sample_weighted(1)  # scores may be assigned lazily: read once
+    assert np.all(buffer.tree.leaves[buffer.pos * buffer.n_envs + np.arange(buffer.n_envs)] == 0)
+
+
+@pytest.mark.parametrize("algo", ["complementary-outcome", "prioritized"])
+def test_n_step_returns(algo):
+    model = make_model(algo, "CartPole-v1", n_steps=3, seed=0)
+    assert model.replay_buffer.n_steps == 3
+    assert model.replay_buffer.gamma == model.gamma
+    model.learn(STEPS)
+    check_learned(model)
+    assert model.replay_buffer.sample_weighted(8).samples.discounts is not None
+
+
+def test_positional_arguments_like_dqn():
+    dqn = DQN("MlpPolicy", "CartPole-v1", 5e-4, 300, 10, 16, device="cpu")
+    ours = ComplementaryDQN("MlpPolicy", "CartPole-v1", 5e-4, 300, 10, 16, device="cpu")
+    prioritized = PrioritizedDQN("MlpPolicy", "CartPole-v1", 5e-4, 300, 10, 16, device="cpu")
+    for model in (ours, prioritized):
+        for name in ("learning_rate", "buffer_size", "learning_starts", "batch_size"):
+            assert getattr(model, name) == getattr(dqn, name)
+
+
+# --------------------------------------------------------------------------- callbacks
+
+
+@pytest.fixture
+def extractor_callbacks_seen(monkeypatch):
+    """Every ExtractorTrainingCallback that gets initialised during a learn()."""
+    seen = []
+    original = ExtractorTrainingCallback._init_callback
+
+    def spy(self):
+        seen.append(self)
+        return original(self)
+
+    monkeypatch.setattr(ExtractorTrainingCallback, "_init_callback", spy)
+    return seen
+
+
+class CountSteps(BaseCallback):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def _on_step(self):
+        self.calls += 1
+        return True
+
+
+def test_eval_and_checkpoint_callbacks(tmp_path, extractor_callbacks_seen):
+    eval_callback = EvalCallback(
+        Monitor(gym.make("CartPole-v1")), eval_freq=100, n_eval_episodes=2, log_path=str(tmp_path / "eval"), verbose=0
+    )
+    checkpoints = tmp_path / "checkpoints"
+    checkpoint = CheckpointCallback(save_freq=150, save_path=str(checkpoints), name_prefix="ckpt")
+    model = make_model("complementary-influence", "CartPole-v1", seed=0)
+    model.learn(STEPS, callback=[eval_callback, checkpoint])
+    check_learned(model)
+    assert len(eval_callback.evaluations_results) == STEPS // 100
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["ckpt_150_steps.zip", "ckpt_300_steps.zip"]
+    loaded = ComplementaryDQN.load(checkpoints / "ckpt_300_steps.zip", device="cpu")
+    assert loaded.contribution == "influence"
+    assert len(extractor_callbacks_seen) == 1  # added automatically, once
+
+
+@pytest.mark.parametrize("form", ["none", "single", "list", "callback_list", "function", "user_single", "user_list"])
+def test_extractor_callback_added_once_and_never_duplicated(form, extractor_callbacks_seen):
+    user = ExtractorTrainingCallback()
+    counter = CountSteps()
+    callback = {
+        "none": None,
+        "single": counter,
+        "list": [counter],
+        "callback_list": CallbackList([counter]),
+        "function": lambda _locals, _globals: True,
+        "user_single": user,
+        "user_list": CallbackList([counter, user]),
+    }[form]
+    model = make_model("complementary-td", "CartPole-v1", seed=0)
+    model.learn(200, callback=callback)
+    assert len(extractor_callbacks_seen) == 1
+    if form.startswith("user"):
+        assert extractor_callbacks_seen[0] is user
+    if form in ("single", "list", "callback_list", "user_list"):
+        assert counter.calls == 200
+
+
+def test_progress_bar_and_evaluate_policy():
+    model = make_model("complementary-influence", "CartPole-v1", seed=0)
+    model.learn(200, progress_bar=True)
+    mean_reward, std_reward = evaluate_policy(model, Monitor(gym.make("CartPole-v1")), n_eval_episodes=3)
+    assert np.isfinite(mean_reward) and mean_reward > 0 and np.isfinite(std_reward)
+    prioritized = make_model("prioritized", "CartPole-v1", seed=0)
+    prioritized.learn(200, progress_bar=True)
+    assert np.isfinite(evaluate_policy(prioritized, Monitor(gym.make("CartPole-v1")), n_eval_episodes=2)[0])
+
+
+# --------------------------------------------------------------------------- logging
+
+COMPLEMENTARY_KEYS = {
+    "complementary/extractor_loss",
+    "complementary/positive_label_share",
+    "complementary/ess_fraction",
+    "complementary/is_weight_mean",
+    "complementary/is_weight_max",
+    *(f"complementary/score_age_q{q}" for q in range(1, 5)),
+}
+
+
+@pytest.mark.parametrize("contribution", ["influence", "td"])
+def test_logger_records_complementary_keys(recording_logger, contribution):
+    logger, writer = recording_logger
+    model = make_model(f"complementary-{contribution}", "CartPole-v1", seed=0)
+    model.set_logger(logger)
+    model.learn(600, log_interval=1)
+    missing = COMPLEMENTARY_KEYS - writer.keys()
+    assert not missing, f"never logged: {sorted(missing)}"
+    assert all(0 < v <= 1 for v in writer.values("complementary/ess_fraction"))
+    assert all(0 <= v <= 1 for v in writer.values("complementary/positive_label_share"))
+    assert all(np.isfinite(v) and v > 0 for v in writer.values("complementary/extractor_loss"))
+    for mean, top in zip(
+        writer.values("complementary/is_weight_mean"), writer.values("complementary/is_weight_max"), strict=True
+    ):
+        assert 0 < mean <= top
+    for q in range(1, 5):
+        assert all(0 <= v <= 1 for v in writer.values(f"complementary/score_age_q{q}"))
+
+
+def test_prioritized_logs_is_weights(recording_logger):
+    logger, writer = recording_logger
+    model = make_model("prioritized", "CartPole-v1", seed=0)
+    model.set_logger(logger)
+    model.learn(STEPS, log_interval=1)
+    assert {"complementary/is_weight_mean", "complementary/is_weight_max"} <= writer.keys()
+    betas = writer.values("complementary/beta")
+    assert betas and all(0.4 <= b <= 1 for b in betas) and betas == sorted(betas)  # annealed upwards
+
+
+def test_tiny_settings_are_what_the_suite_assumes():
+    """Guard for the helpers above: a change to them must not silently make the drop-in tests trivial."""
+    assert TINY_DQN["learning_starts"] < STEPS // 2
+    assert TINY_EXTRACTOR["extractor_train_freq"] < STEPS // 2

@@ -1,0 +1,36 @@
+"""Learning: ComplementaryDQN solves CartPole-v1 with rl-zoo3's DQN hyperparameters (slow: minutes on 2 cores)."""
+
+import gymnasium as gym
+import pytest
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.monitor import Monitor
+
+from sb3_complementary import ComplementaryDQN
+
+#: rl-zoo3's hyperparams/dqn.yml, CartPole-v1.
+ZOO_CARTPOLE = {
+    "learning_rate": 2.3e-3,
+    "batch_size": 64,
+    "buffer_size": 100_000,
+    "learning_starts": 1000,
+    "gamma": 0.99,
+    "target_update_interval": 10,
+    "train_freq": 256,
+    "gradient_steps": 128,
+    "exploration_fraction": 0.16,
+    "exploration_final_eps": 0.04,
+    "policy_kwargs": {"net_arch": [256, 256]},
+}
+N_TIMESTEPS = 50_000
+#: A seed on which it solves the task (CPU, torch single-threaded as in conftest). SB3's DQN also reaches 500 on it.
+SEED = 3
+
+
+@pytest.mark.slow
+def test_complementary_dqn_solves_cartpole():
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=SEED, device="cpu", **ZOO_CARTPOLE)
+    model.learn(N_TIMESTEPS)
+    eval_env = Monitor(gym.make("CartPole-v1"))
+    eval_env.reset(seed=1000 + SEED)
+    mean_reward, _ = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
+    assert mean_reward >= 475, f"mean evaluation return {mean_reward:.1f} < 475"

@@ -1,0 +1,245 @@
+"""save/load and save_replay_buffer/load_replay_buffer carry everything; saving is atomic; old buffers migrate."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import DQN
+
+from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
+from tests.conftest import TINY_DQN, make_model
+
+FEATURE_ARRAYS = (
+    "reward",
+    "terminal",
+    "timeout",
+    "td_abs",
+    "td_step",
+    "insert_step",
+    "sample_count",
+    "episode_return",
+    "episode_position",
+    "task_id",
+    "action",
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A ComplementaryDQN whose extractor, optimizer and normaliser have all moved, saved with its buffer."""
+    model = make_model("complementary-influence", "CartPole-v1", seed=0)
+    model.learn(400)
+    folder = tmp_path_factory.mktemp("saved")
+    model.save(folder / "model")  # SB3 appends .zip
+    model.save_replay_buffer(folder / "buffer")  # and .pkl
+    return model, folder
+
+
+def observations_of(model, n=64):
+    buffer = model.replay_buffer
+    return buffer.observations[:n, 0]
+
+
+def test_round_trip_predictions_and_extractor(trained):
+    model, folder = trained
+    assert (folder / "model.zip").exists()
+    loaded = ComplementaryDQN.load(folder / "model.zip", device="cpu")
+    obs = observations_of(model)
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+    with th.no_grad():
+        th.testing.assert_close(loaded.q_net(th.as_tensor(obs)), model.q_net(th.as_tensor(obs)), rtol=0, atol=0)
+
+    # The extractor: weights and normaliser statistics (its state_dict), scores, and its optimizer state.
+    assert model.extractor.normalizer.count.item() > 1  # it did see data
+    for key, value in model.extractor.state_dict().items():
+        assert th.equal(loaded.extractor.state_dict()[key], value), key
+    features = model.replay_buffer.feature_matrix(model.replay_buffer.valid_indices())
+    original_scores = model.extractor.score(features)
+    assert np.std(original_scores) > 0  # non-trivial scores
+    np.testing.assert_array_equal(loaded.extractor.score(features), original_scores)
+    saved_state = model.extractor.optimizer.state_dict()
+    loaded_state = loaded.extractor.optimizer.state_dict()
+    assert saved_state["state"], "the extractor optimizer never stepped"
+    assert saved_state["param_groups"][0]["lr"] == loaded_state["param_groups"][0]["lr"]
+    for index, state in saved_state["state"].items():
+        for name, value in state.items():
+            assert th.equal(th.as_tensor(loaded_state["state"][index][name]), th.as_tensor(value)), (index, name)
+
+    for knob in ("contribution", "alpha", "beta", "uniform_fraction", "extractor_net_arch", "refresh_interval"):
+        assert getattr(loaded, knob) == getattr(model, knob), knob
+
+
+def test_replay_buffer_round_trip_keeps_scores_features_and_tree(trained):
+    model, folder = trained
+    loaded = ComplementaryDQN.load(folder / "model.zip", device="cpu")
+    loaded.load_replay_buffer(folder / "buffer.pkl")
+    original, restored = model.replay_buffer, loaded.replay_buffer
+    assert isinstance(restored, ComplementaryReplayBuffer)
+    assert restored.pos == original.pos and restored.full == original.full and restored.n_added == original.n_added
+    np.testing.assert_array_equal(restored.observations, original.observations)
+    np.testing.assert_array_equal(restored.scores, original.scores)
+    for name in FEATURE_ARRAYS:
+        np.testing.assert_array_equal(getattr(restored.features, name), getattr(original.features, name), name)
+    # Same tree, also after any lazily pending scores are applied.
+    for buffer in (original, restored):
+        buffer.sample_weighted(1)
+    np.testing.assert_array_equal(restored.tree.nodes, original.tree.nodes)
+    assert restored.tree.total == original.tree.total > 0
+    np.testing.assert_array_equal(restored.scores, original.scores)
+    np.random.seed(3)
+    a = original.sample_weighted(32)
+    np.random.seed(3)
+    b = restored.sample_weighted(32)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.raw_weights, b.raw_weights)
+
+
+def test_learning_resumes_after_loading(trained):
+    model, folder = trained
+    loaded = ComplementaryDQN.load(folder / "model.zip", env=model.get_env(), device="cpu")
+    loaded.load_replay_buffer(folder / "buffer.pkl")
+    updates = loaded._n_updates
+    head = loaded.extractor.net[-1].weight.detach().clone()
+    loaded.learn(300, reset_num_timesteps=False)
+    assert loaded.num_timesteps == model.num_timesteps + 300
+    assert loaded._n_updates > updates
+    assert not th.equal(loaded.extractor.net[-1].weight, head), "the extractor did not train after resuming"
+    assert loaded.replay_buffer.n_added == model.replay_buffer.n_added + 300
+
+
+def test_prioritized_round_trip(tmp_path):
+    model = make_model("prioritized", "CartPole-v1", seed=1)
+    model.learn(300)
+    model.save(tmp_path / "per.zip")
+    model.save_replay_buffer(tmp_path / "per.pkl")
+    loaded = PrioritizedDQN.load(tmp_path / "per.zip", env=model.get_env(), device="cpu")
+    loaded.load_replay_buffer(tmp_path / "per.pkl")
+    obs = observations_of(model)
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+    np.testing.assert_array_equal(loaded.replay_buffer.tree.nodes, model.replay_buffer.tree.nodes)
+    assert loaded.alpha == model.alpha and loaded.beta == model.beta
+    loaded.learn(100, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 400
+
+
+# --------------------------------------------------------------------------- migration of plain SB3 buffers
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_plain_sb3_buffer_is_migrated_with_a_warning(tmp_path, n_envs):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env = make_vec_env("CartPole-v1", n_envs=n_envs, seed=0)
+    dqn = DQN("MlpPolicy", env, **{**TINY_DQN, "buffer_size": 200}, seed=0)
+    dqn.learn(300)  # the ring has wrapped
+    dqn.save_replay_buffer(tmp_path / "plain.pkl")
+    old = dqn.replay_buffer
+
+    model = make_model("complementary-td", env, buffer_size=200, seed=0)
+    with pytest.warns(UserWarning, match="migrat"):
+        model.load_replay_buffer(tmp_path / "plain.pkl")
+    new = model.replay_buffer
+    assert isinstance(new, ComplementaryReplayBuffer)
+    assert new.size() == old.size() and new.n_envs == n_envs
+    # The same transitions, oldest first from the new ring's start.
+    order = (np.arange(old.buffer_size) + old.pos) % old.buffer_size
+    np.testing.assert_array_equal(new.observations[: old.buffer_size], old.observations[order])
+    np.testing.assert_array_equal(new.next_observations[: old.buffer_size], old.next_observations[order])
+    np.testing.assert_array_equal(new.rewards[: old.buffer_size], old.rewards[order])
+    new.sample_weighted(1)
+    assert new.tree.total > 0 and np.all(new.tree.leaves[: new.size() * n_envs] > 0)
+    assert np.any(new.features.terminal)  # CartPole episodes ended inside the window
+    model.learn(100, reset_num_timesteps=False)  # and training goes on
+    assert model.replay_buffer.n_added >= old.size() + 100 // n_envs
+
+
+def test_migrating_memory_optimised_buffer_with_user_replay_kwargs(tmp_path):
+    kwargs = {
+        **TINY_DQN,
+        "buffer_size": 200,
+        "optimize_memory_usage": True,
+        "replay_buffer_kwargs": {"handle_timeout_termination": False},
+    }
+    dqn = DQN("MlpPolicy", "CartPole-v1", **kwargs, seed=0)
+    dqn.learn(250)
+    dqn.save_replay_buffer(tmp_path / "plain.pkl")
+    model = make_model("complementary-td", "CartPole-v1", **{**kwargs, "replay_buffer_kwargs": {
+        "handle_timeout_termination": False}}, seed=0)  # fmt: skip
+    with pytest.warns(UserWarning, match="migrat"):
+        model.load_replay_buffer(tmp_path / "plain.pkl")
+    assert model.replay_buffer.optimize_memory_usage
+    model.learn(50, reset_num_timesteps=False)
+
+
+def test_loading_something_else_than_a_buffer_is_an_error(tmp_path):
+    with open(tmp_path / "junk.pkl", "wb") as file:
+        pickle.dump({"not": "a buffer"}, file)
+    model = make_model("prioritized", "CartPole-v1")
+    with pytest.raises(ValueError, match="ReplayBuffer"):
+        model.load_replay_buffer(tmp_path / "junk.pkl")
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def test_model_save_is_atomic(tmp_path, monkeypatch):
+    model = make_model("complementary-td", "CartPole-v1", seed=0)
+    target = tmp_path / "model.zip"
+    model.save(target)
+    before = target.read_bytes()
+    model.learn(100)  # the next save would differ
+
+    def fail_midway(obj, file, *args, **kwargs):
+        file.write(b"half a tensor")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(th, "save", fail_midway)
+    with pytest.raises(OSError, match="disk full"):
+        model.save(target)
+    monkeypatch.undo()
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.zip"], "a temporary file was left behind"
+    ComplementaryDQN.load(target, device="cpu")  # the old file is still a valid model
+
+
+def test_save_replay_buffer_is_atomic(tmp_path, monkeypatch):
+    model = make_model("prioritized", "CartPole-v1", seed=0)
+    model.learn(100)
+    target = tmp_path / "buffer.pkl"
+    model.save_replay_buffer(target)
+    before = target.read_bytes()
+    model.learn(100)
+
+    def fail_midway(obj, file, *args, **kwargs):
+        file.write(b"\x80\x05 truncated")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pickle, "dump", fail_midway)
+    with pytest.raises(OSError, match="disk full"):
+        model.save_replay_buffer(target)
+    monkeypatch.undo()
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["buffer.pkl"]
+    model.load_replay_buffer(target)
+    assert model.replay_buffer.size() == 100
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: WeightedReplayMixin.save/save_replay_buffer replace any suffix by .zip/.pkl (with_suffix), SB3 "
+    "only adds one when there is none: 'agent_lr0.001' and 'agent_lr0.002' both become 'agent_lr0.zip'",
+)
+@pytest.mark.parametrize("algo", ["complementary-td", "prioritized"])
+def test_saved_file_names_follow_sb3(tmp_path, algo):
+    names = ("agent", "agent_lr0.001", "agent_lr0.002", "agent.zip")
+    dqn = DQN("MlpPolicy", "CartPole-v1", **TINY_DQN)
+    model = make_model(algo, "CartPole-v1")
+    for folder, saver in ((tmp_path / "sb3", dqn), (tmp_path / "ours", model)):
+        folder.mkdir()
+        for name in names:
+            saver.save(folder / name)
+        saver.save_replay_buffer(folder / "buffer.v1")
+        saver.save_replay_buffer(folder / "buffer")
+    expected = sorted(p.name for p in (tmp_path / "sb3").iterdir())
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == expected
