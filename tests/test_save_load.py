@@ -108,6 +108,23 @@ def test_learning_resumes_after_loading(trained):
     assert loaded.replay_buffer.n_added == model.replay_buffer.n_added + 300
 
 
+def test_save_to_and_load_from_a_file_object(trained):
+    import io
+
+    model, _ = trained
+    file = io.BytesIO()
+    model.save(file)
+    file.seek(0)
+    loaded = ComplementaryDQN.load(file, device="cpu")
+    obs = observations_of(model)
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+    buffer_file = io.BytesIO()
+    model.save_replay_buffer(buffer_file)
+    buffer_file.seek(0)
+    loaded.load_replay_buffer(buffer_file)
+    np.testing.assert_array_equal(loaded.replay_buffer.scores, model.replay_buffer.scores)
+
+
 def test_prioritized_round_trip(tmp_path):
     model = make_model("prioritized", "CartPole-v1", seed=1)
     model.learn(300)
