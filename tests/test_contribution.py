@@ -162,11 +162,6 @@ def test_influence_in_dqn_train_step_equals_brute_force(monkeypatch):
     th.testing.assert_close(captured["got"], captured["expected"], rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: WeightedDQN.train builds the probe batch with get_samples_at(...) without "
-    "env=self._vec_normalize_env, so under VecNormalize the probe is raw while training batches are normalised",
-)
 def test_probe_batch_is_normalised_like_training_batches(monkeypatch):
     env = VecNormalize(make_vec_env("CartPole-v1", n_envs=1, seed=0))
     model = ComplementaryDQN(

@@ -242,11 +242,6 @@ def test_save_replay_buffer_is_atomic(tmp_path, monkeypatch):
     assert model.replay_buffer.size() == 100
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: WeightedReplayMixin.save/save_replay_buffer replace any suffix by .zip/.pkl (with_suffix), SB3 "
-    "only adds one when there is none: 'agent_lr0.001' and 'agent_lr0.002' both become 'agent_lr0.zip'",
-)
 @pytest.mark.parametrize("algo", ["complementary-td", "prioritized"])
 def test_saved_file_names_follow_sb3(tmp_path, algo):
     names = ("agent", "agent_lr0.001", "agent_lr0.002", "agent.zip")

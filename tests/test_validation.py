@@ -137,11 +137,6 @@ def test_subclass_of_complementary_buffer_is_accepted():
     assert model.replay_buffer.alpha == model.alpha
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: WeightedReplayMixin._setup_model setdefault()s the replay knobs into the user's own "
-    "replay_buffer_kwargs dict (SB3 keeps a reference), so reusing that dict for a plain DQN fails",
-)
 def test_user_replay_buffer_kwargs_are_not_mutated():
     replay_kwargs = {"handle_timeout_termination": True}
     PrioritizedDQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=replay_kwargs, **TINY_DQN)

@@ -134,7 +134,7 @@ class OutcomeSignal(ContributionSignal):
     and averages the ±1 credit over every use of a transition, as the paper does.
 
     :param store: Where the labelled features go.
-    :param max_pending: Cap on remembered transitions per window (uniformly thinned beyond it).
+    :param max_pending: Cap on remembered transitions per window (later batches of a long window are dropped).
     :param baseline_decay: EMA decay of the return baseline.
     """
 

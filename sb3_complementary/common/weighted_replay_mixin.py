@@ -115,6 +115,8 @@ class WeightedReplayMixin(_Base):
                 f"{type(self).__name__} replays through a ComplementaryReplayBuffer (or a subclass), "
                 f"got replay_buffer_class={self.replay_buffer_class.__name__}"
             )
+        # SB3 keeps a reference to the user's dict: copy before filling in our knobs.
+        self.replay_buffer_kwargs = dict(self.replay_buffer_kwargs)
         for knob in BUFFER_KNOBS:
             self.replay_buffer_kwargs.setdefault(knob, getattr(self, knob))
         if self.n_steps > 1:
@@ -152,8 +154,8 @@ class WeightedReplayMixin(_Base):
             super().save(path, *args, **kwargs)
             return
         target = pathlib.Path(path)
-        if target.suffix != ".zip":
-            target = target.with_suffix(".zip")  # as SB3 does
+        if target.suffix == "":
+            target = pathlib.Path(f"{target}.zip")  # as SB3 does: only a missing suffix is added
         parent_save = super().save
         atomic_write(target, lambda file: parent_save(file, *args, **kwargs))
 
@@ -163,8 +165,8 @@ class WeightedReplayMixin(_Base):
             save_to_pkl(path, self.replay_buffer, self.verbose)
             return
         target = pathlib.Path(path)
-        if target.suffix != ".pkl":
-            target = target.with_suffix(".pkl")
+        if target.suffix == "":
+            target = pathlib.Path(f"{target}.pkl")
         atomic_write(target, lambda file: save_to_pkl(file, self.replay_buffer, self.verbose))
 
     def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:

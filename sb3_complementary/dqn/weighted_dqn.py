@@ -62,7 +62,9 @@ class WeightedDQN(WeightedReplayMixin, DQN):
 
         if self.needs_influence:
             # Fresh experience stands for the actor's current ability; fixed within one train() call.
-            probe = self.replay_buffer.get_samples_at(self.replay_buffer.recent_indices(self.probe_size))
+            probe = self.replay_buffer.get_samples_at(
+                self.replay_buffer.recent_indices(self.probe_size), env=self._vec_normalize_env
+            )
             probe_target = self._td_target(probe)
 
         losses = []
