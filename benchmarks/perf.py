@@ -33,21 +33,10 @@ from stable_baselines3.common.buffers import ReplayBuffer
 
 import sb3_complementary
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, ExperienceExtractor, PrioritizedDQN
+from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 
-#: rl-zoo3 hyperparams/dqn.yml, CartPole-v1 entry.
-ZOO_CARTPOLE = dict(
-    learning_rate=2.3e-3,
-    batch_size=64,
-    buffer_size=100_000,
-    learning_starts=1000,
-    gamma=0.99,
-    target_update_interval=10,
-    train_freq=256,
-    gradient_steps=128,
-    exploration_fraction=0.16,
-    exploration_final_eps=0.04,
-    policy_kwargs=dict(net_arch=[256, 256]),
-)
+#: rl-zoo3's tuned DQN entry for CartPole-v1, read from the installed rl_zoo3.
+ZOO_CARTPOLE = constructor_kwargs(zoo_hyperparams("CartPole-v1"))
 
 
 def timed(fn: Callable[[], Any]) -> float:

@@ -6,21 +6,10 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
 from sb3_complementary import ComplementaryDQN
+from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 
-#: rl-zoo3's hyperparams/dqn.yml, CartPole-v1.
-ZOO_CARTPOLE = {
-    "learning_rate": 2.3e-3,
-    "batch_size": 64,
-    "buffer_size": 100_000,
-    "learning_starts": 1000,
-    "gamma": 0.99,
-    "target_update_interval": 10,
-    "train_freq": 256,
-    "gradient_steps": 128,
-    "exploration_fraction": 0.16,
-    "exploration_final_eps": 0.04,
-    "policy_kwargs": {"net_arch": [256, 256]},
-}
+#: rl-zoo3's tuned DQN entry for CartPole-v1, read from the installed rl_zoo3.
+ZOO_CARTPOLE = constructor_kwargs(zoo_hyperparams("CartPole-v1"))
 N_TIMESTEPS = 50_000
 #: A seed on which it solves the task (CPU, torch single-threaded as in conftest). SB3's DQN also reaches 500 on it.
 SEED = 3
