@@ -3,17 +3,32 @@
 from sb3_complementary.common.buffers import ComplementaryDictReplayBuffer, ComplementaryReplayBuffer, WeightedSamples
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.crossq import ComplementaryCrossQ
+from sb3_complementary.ddpg import ComplementaryDDPG
 from sb3_complementary.dqn import ComplementaryDQN, PrioritizedDQN
+from sb3_complementary.qrdqn import ComplementaryQRDQN, PrioritizedQRDQN
+from sb3_complementary.sac import ComplementarySAC, PrioritizedSAC
+from sb3_complementary.td3 import ComplementaryTD3, PrioritizedTD3
+from sb3_complementary.tqc import ComplementaryTQC
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ComplementaryCrossQ",
+    "ComplementaryDDPG",
     "ComplementaryDQN",
     "ComplementaryDictReplayBuffer",
+    "ComplementaryQRDQN",
     "ComplementaryReplayBuffer",
+    "ComplementarySAC",
+    "ComplementaryTD3",
+    "ComplementaryTQC",
     "ExperienceExtractor",
     "ExtractorTrainingCallback",
     "PrioritizedDQN",
+    "PrioritizedQRDQN",
+    "PrioritizedSAC",
+    "PrioritizedTD3",
     "WeightedSamples",
     "__version__",
 ]

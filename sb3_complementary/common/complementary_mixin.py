@@ -12,6 +12,7 @@ from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, make_signal
 from sb3_complementary.common.extractor import ExperienceExtractor
 from sb3_complementary.common.label_store import LabelStore
+from sb3_complementary.common.side_effects import preserved_rng
 from sb3_complementary.common.validation import check_choice, check_range
 from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 
@@ -69,12 +70,15 @@ class ComplementaryMixin(WeightedReplayMixin):
     def _setup_model(self) -> None:
         super()._setup_model()
         n_features = self.replay_buffer.n_features
-        self.extractor = ExperienceExtractor(
-            n_features,
-            self.extractor_net_arch,
-            learning_rate=self.extractor_lr_ratio * self.lr_schedule(1.0),
-            device=self.device,
-        )
+        # Initialising the extractor draws from torch's RNG: on a fork, so that the policy's own draws
+        # (a SAC actor sampling actions) stay where the uniform parent algorithm would have them.
+        with preserved_rng(self.device):
+            self.extractor = ExperienceExtractor(
+                n_features,
+                self.extractor_net_arch,
+                learning_rate=self.extractor_lr_ratio * self.lr_schedule(1.0),
+                device=self.device,
+            )
         self.label_store = LabelStore(self.label_capacity, n_features)
         self.contribution_signal = make_signal(self.contribution, self.label_store)
         self.needs_influence = self.contribution_signal.needs_influence

@@ -13,12 +13,16 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
+from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.buffers import (
     ComplementaryDictReplayBuffer,
     ComplementaryReplayBuffer,
     WeightedSamples,
 )
+from sb3_complementary.common.contribution import last_layer_influence
+from sb3_complementary.common.side_effects import side_effect_free
 from sb3_complementary.common.validation import check_range
 
 if TYPE_CHECKING:
@@ -39,6 +43,10 @@ BUFFER_KNOBS = (
     "include_observation",
     "eviction",
 )
+
+Samples = ReplayBufferSamples | DictReplayBufferSamples
+#: A probe batch and its TD targets, fixed for one ``train()`` call.
+Probe = tuple[Samples, th.Tensor]
 
 
 def atomic_write(path: str | pathlib.Path, write: Callable[[io.BufferedWriter], None]) -> None:
@@ -74,11 +82,16 @@ class WeightedReplayMixin(_Base):
     It picks the buffer (Dict or flat, n-step included), forwards the replay knobs to it,
     anneals ``beta`` to 1 over training, logs the IS weights, and makes saving atomic.
     Subclasses decide what the scores are by implementing :meth:`_replay_feedback`.
+
+    The influence signal is measured here too (:meth:`_probe`, :meth:`_influence`); an algorithm
+    only states its TD target (:meth:`_td_target`) and the output gradient and penultimate
+    features of its critic's last linear layer on the probe batch (:meth:`_probe_gradients`).
     """
 
     replay_buffer: ComplementaryReplayBuffer
     #: Whether ``train()`` must compute each sample's last-layer influence (the influence signal).
     needs_influence: bool = False
+    probe_size: int
 
     def _init_replay_knobs(
         self,
@@ -107,6 +120,12 @@ class WeightedReplayMixin(_Base):
         self._is_weight_stats: list[np.ndarray] = []
 
     def _setup_model(self) -> None:
+        if self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer):
+            raise ValueError(
+                f"{type(self).__name__} cannot be combined with HerReplayBuffer yet: HER relabels goals when it "
+                "samples, and the scores, features and IS weights of a ComplementaryReplayBuffer belong to the "
+                "stored transitions. Use the uniform parent algorithm for HER; compatibility is a later step."
+            )
         if self.replay_buffer_class is None:
             dict_obs = isinstance(self.observation_space, spaces.Dict)
             self.replay_buffer_class = ComplementaryDictReplayBuffer if dict_obs else ComplementaryReplayBuffer
@@ -136,6 +155,47 @@ class WeightedReplayMixin(_Base):
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         """Feed one gradient step's measurements back to the replay (scores, labels, counters)."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ influence signal
+    def _td_target(self, data: Samples) -> th.Tensor:
+        """The algorithm's TD target for a batch (for the probe batch, measured by :meth:`_probe`)."""
+        raise NotImplementedError
+
+    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """
+        ``(M, K)`` gradients of each probe sample's own critic loss w.r.t. the outputs of the first
+        critic's last linear layer, and ``(M, H)`` that layer's inputs.
+        """
+        raise NotImplementedError
+
+    def _probe(self) -> Probe | None:
+        """
+        The probe batch (the ``probe_size`` freshest transitions, normalised like training batches)
+        and its TD targets, or None when the contribution signal does not need the influence.
+
+        Fixed for one ``train()`` call. The targets are measured without side effects: no
+        gradient, the policy in eval mode, torch's RNG preserved (a SAC probe samples next
+        actions, and must not shift the stream that training draws from).
+        """
+        if not self.needs_influence:
+            return None
+        buffer = self.replay_buffer
+        probe = buffer.get_samples_at(buffer.recent_indices(self.probe_size), env=self._vec_normalize_env)
+        with side_effect_free(self.policy, self.device):
+            return probe, self._td_target(probe)
+
+    def _influence(self, out_grad: th.Tensor, penultimate: th.Tensor, probe: Probe) -> th.Tensor:
+        """
+        Each sample's first-order effect on the probe loss, at the parameters the step starts from.
+
+        :param out_grad: ``(B, K)`` gradient of each trained sample's own (unweighted) critic loss
+            w.r.t. the outputs of the first critic's last linear layer.
+        :param penultimate: ``(B, H)`` inputs of that layer for the trained batch.
+        :param probe: From :meth:`_probe`.
+        :return: ``(B,)`` :func:`last_layer_influence`.
+        """
+        with side_effect_free(self.policy, self.device):
+            return last_layer_influence(out_grad, penultimate, *self._probe_gradients(*probe))
 
     def _record_weights(self, batch: WeightedSamples) -> None:
         self._is_weight_stats.append(batch.raw_weights)

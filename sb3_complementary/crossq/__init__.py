@@ -1,0 +1,3 @@
+from sb3_complementary.crossq.complementary_crossq import ComplementaryCrossQ
+
+__all__ = ["ComplementaryCrossQ"]

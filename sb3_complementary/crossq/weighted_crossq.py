@@ -1,0 +1,153 @@
+"""CrossQ whose critic loss is weighted per sample by importance-sampling weights (the shared CrossQ train step)."""
+
+import numpy as np
+import torch as th
+from sb3_contrib import CrossQ
+
+from sb3_complementary.common.last_layer import capture_input, last_linear
+from sb3_complementary.common.losses import weighted_mse
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+
+
+class WeightedCrossQ(WeightedReplayMixin, CrossQ):
+    """
+    sb3-contrib CrossQ with a weighted replay: the base of ``ComplementaryCrossQ``.
+
+    ``train()`` is sb3-contrib's, with these changes: the batch comes with IS weights; the
+    critics' per-sample squared errors are weighted (the delayed actor and entropy-coefficient
+    losses are not); and each step's ``|TD|`` of the first critic (plus, for the influence
+    signal, each sample's influence on a probe batch at the last linear layer of the first
+    critic) is fed back to the replay. With all weights equal to 1 the update is exactly
+    sb3-contrib's.
+
+    CrossQ has no target network: the training batch's TD target comes from the joint
+    batch-norm forward pass of ``(s, a)`` and ``(s', a')``, and its penultimate features are
+    read from the ``(s, a)`` half of that pass. The probe batch is measured with the critic in
+    eval mode (batch-norm running statistics, as the actor loss reads the critic), so measuring
+    it never moves those statistics.
+    """
+
+    def _current_ent_coef(self) -> th.Tensor:
+        if self.log_ent_coef is not None:
+            return th.exp(self.log_ent_coef.detach())
+        return self.ent_coef_tensor
+
+    def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
+        """``(B, 1)`` soft TD target from the critic itself, in the modules' current modes (draws next actions)."""
+        if ent_coef is None:
+            ent_coef = self._current_ent_coef()
+        discounts = data.discounts if data.discounts is not None else self.gamma
+        with th.no_grad():
+            next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
+            next_q_values = th.cat(self.critic(data.next_observations, next_actions), dim=1)
+            next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+            next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+            return data.rewards + (1 - data.dones) * discounts * next_q_values
+
+    @staticmethod
+    def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
+        """``(B, 1)`` gradient of ``0.5 Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``Q_1 - y``."""
+        return first_q_values - target_q_values
+
+    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
+            first_q_values = self.critic(probe.observations, probe.actions)[0]
+        return self._critic_output_grad(first_q_values, probe_target), penultimate.get()
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers += [self.ent_coef_optimizer]
+        self._update_learning_rate(optimizers)
+        self._begin_weighted_train()
+        probe = self._probe()
+        first_critic_head = last_linear(self.critic.q_networks[0])
+
+        ent_coef_losses, ent_coefs = [], []
+        actor_losses, critic_losses = [], []
+
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            replay_data = batch.samples
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+            if self.use_sde:
+                self.actor.reset_noise()
+
+            ent_coef = self._current_ent_coef()
+            ent_coefs.append(ent_coef.item())
+
+            with th.no_grad():
+                self.actor.set_bn_training_mode(False)
+                next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
+
+            # Joint forward pass of (s, a) and (s', a'), as in CrossQ.
+            all_obs = th.cat([replay_data.observations, replay_data.next_observations], dim=0)  # type: ignore[list-item]
+            all_actions = th.cat([replay_data.actions, next_actions], dim=0)
+            self.critic.set_bn_training_mode(True)
+            with capture_input(first_critic_head, enabled=probe is not None) as penultimate:
+                all_q_values = th.cat(self.critic(all_obs, all_actions), dim=1)
+            self.critic.set_bn_training_mode(False)
+            current_q_values, next_q_values = th.split(all_q_values, batch_size, dim=0)
+            current_q_values = current_q_values.T[..., None]
+
+            with th.no_grad():
+                next_q_values, _ = th.min(next_q_values.detach(), dim=1, keepdim=True)
+                next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+            # The IS weights reach the critic loss only.
+            critic_loss = 0.5 * sum(
+                weighted_mse(current_q, target_q_values.detach(), batch.weights) for current_q in current_q_values
+            )
+            assert isinstance(critic_loss, th.Tensor)
+            critic_losses.append(critic_loss.item())
+
+            first_q_values = current_q_values[0].detach()
+            influence = None
+            if probe is not None:  # measured at the parameters the step starts from
+                out_grad = self._critic_output_grad(first_q_values, target_q_values)
+                influence = self._influence(out_grad, penultimate.get()[:batch_size], probe)
+
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            if self._n_updates % self.policy_delay == 0:
+                self.actor.set_bn_training_mode(True)
+                actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+                log_prob = log_prob.reshape(-1, 1)
+                self.actor.set_bn_training_mode(False)
+
+                if self.ent_coef_optimizer is not None:
+                    ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()  # type: ignore[operator]
+                    ent_coef_losses.append(ent_coef_loss.item())
+
+                    self.ent_coef_optimizer.zero_grad()
+                    ent_coef_loss.backward()
+                    self.ent_coef_optimizer.step()
+
+                self.critic.set_bn_training_mode(False)
+                q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
+
+                min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
+                actor_loss = (ent_coef * log_prob.reshape(-1, 1) - min_qf_pi).mean()
+                actor_losses.append(actor_loss.item())
+
+                self.actor.optimizer.zero_grad()
+                actor_loss.backward()
+                self.actor.optimizer.step()
+
+            td_abs = (first_q_values - target_q_values).abs().cpu().numpy().reshape(-1)
+            self._replay_feedback(batch, td_abs, influence)
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/ent_coef", np.mean(ent_coefs))
+        if len(actor_losses) > 0:
+            self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        if len(ent_coef_losses) > 0:
+            self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
+        self._log_weights()

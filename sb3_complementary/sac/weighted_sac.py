@@ -1,0 +1,136 @@
+"""SAC whose critic loss is weighted per sample by importance-sampling weights (the shared SAC train step)."""
+
+import numpy as np
+import torch as th
+from stable_baselines3 import SAC
+from stable_baselines3.common.utils import polyak_update
+
+from sb3_complementary.common.last_layer import capture_input, last_linear
+from sb3_complementary.common.losses import weighted_mse
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+
+
+class WeightedSAC(WeightedReplayMixin, SAC):
+    """
+    SB3 SAC with a weighted replay: the base of ``PrioritizedSAC`` and ``ComplementarySAC``.
+
+    ``train()`` is SB3's, with these changes: the batch comes with IS weights; the critic's
+    per-sample squared error is weighted (the actor and entropy-coefficient losses are not: IS
+    weights correct the bias of the value *target* distribution, which only the critic regresses);
+    and each step's ``|TD|`` of the first critic (plus, for the influence signal, each sample's
+    influence on a probe batch, measured at the last linear layer of the first critic) is fed
+    back to the replay. With all weights equal to 1 the update is exactly SB3's.
+    """
+
+    def _current_ent_coef(self) -> th.Tensor:
+        if self.log_ent_coef is not None:
+            return th.exp(self.log_ent_coef.detach())
+        return self.ent_coef_tensor
+
+    def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
+        """``(B, 1)`` soft TD target: min over the target critics, minus the entropy term (draws next actions)."""
+        if ent_coef is None:
+            ent_coef = self._current_ent_coef()
+        discounts = data.discounts if data.discounts is not None else self.gamma
+        with th.no_grad():
+            next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
+            next_q_values = th.cat(self.critic_target(data.next_observations, next_actions), dim=1)
+            next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+            next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+            return data.rewards + (1 - data.dones) * discounts * next_q_values
+
+    @staticmethod
+    def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
+        """``(B, 1)`` gradient of ``0.5 Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``Q_1 - y``."""
+        return first_q_values - target_q_values
+
+    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
+            first_q_values = self.critic(probe.observations, probe.actions)[0]
+        return self._critic_output_grad(first_q_values, probe_target), penultimate.get()
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers += [self.ent_coef_optimizer]
+        self._update_learning_rate(optimizers)
+        self._begin_weighted_train()
+        probe = self._probe()
+        first_critic_head = last_linear(self.critic.q_networks[0])
+
+        ent_coef_losses, ent_coefs = [], []
+        actor_losses, critic_losses = [], []
+
+        for gradient_step in range(gradient_steps):
+            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            replay_data = batch.samples
+
+            if self.use_sde:
+                self.actor.reset_noise()
+
+            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+
+            ent_coef_loss = None
+            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+                ent_coef = th.exp(self.log_ent_coef.detach())
+                assert isinstance(self.target_entropy, float)
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+                ent_coef_losses.append(ent_coef_loss.item())
+            else:
+                ent_coef = self.ent_coef_tensor
+            ent_coefs.append(ent_coef.item())
+
+            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
+                self.ent_coef_optimizer.zero_grad()
+                ent_coef_loss.backward()
+                self.ent_coef_optimizer.step()
+
+            target_q_values = self._td_target(replay_data, ent_coef)
+
+            with capture_input(first_critic_head, enabled=probe is not None) as penultimate:
+                current_q_values = self.critic(replay_data.observations, replay_data.actions)
+
+            # The IS weights reach the critic loss only.
+            critic_loss = 0.5 * sum(
+                weighted_mse(current_q, target_q_values, batch.weights) for current_q in current_q_values
+            )
+            assert isinstance(critic_loss, th.Tensor)
+            critic_losses.append(critic_loss.item())
+
+            first_q_values = current_q_values[0].detach()
+            influence = None
+            if probe is not None:  # measured at the parameters the step starts from
+                out_grad = self._critic_output_grad(first_q_values, target_q_values)
+                influence = self._influence(out_grad, penultimate.get(), probe)
+
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
+            min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
+            actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
+            actor_losses.append(actor_loss.item())
+
+            self.actor.optimizer.zero_grad()
+            actor_loss.backward()
+            self.actor.optimizer.step()
+
+            if gradient_step % self.target_update_interval == 0:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+
+            td_abs = (first_q_values - target_q_values).abs().cpu().numpy().reshape(-1)
+            self._replay_feedback(batch, td_abs, influence)
+
+        self._n_updates += gradient_steps
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/ent_coef", np.mean(ent_coefs))
+        self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        if len(ent_coef_losses) > 0:
+            self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
+        self._log_weights()

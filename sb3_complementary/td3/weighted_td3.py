@@ -1,0 +1,99 @@
+"""TD3 (and DDPG) whose critic loss is weighted per sample by IS weights (the shared TD3 train step)."""
+
+import numpy as np
+import torch as th
+from stable_baselines3 import TD3
+from stable_baselines3.common.utils import polyak_update
+
+from sb3_complementary.common.last_layer import capture_input, last_linear
+from sb3_complementary.common.losses import weighted_mse
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+
+
+class WeightedTD3(WeightedReplayMixin, TD3):
+    """
+    SB3 TD3 with a weighted replay: the base of ``PrioritizedTD3``, ``ComplementaryTD3`` and
+    ``ComplementaryDDPG`` (SB3's DDPG is a TD3 with one critic and no delay or target noise).
+
+    ``train()`` is SB3's, with these changes: the batch comes with IS weights; the critics'
+    per-sample squared errors are weighted (the delayed actor loss is not); and each step's
+    ``|TD|`` of the first critic (plus, for the influence signal, each sample's influence on a
+    probe batch, measured at the last linear layer of the first critic) is fed back to the
+    replay. With all weights equal to 1 the update is exactly SB3's.
+    """
+
+    def _td_target(self, data: Samples) -> th.Tensor:
+        """``(B, 1)`` clipped double-Q target with target policy smoothing (draws the smoothing noise)."""
+        discounts = data.discounts if data.discounts is not None else self.gamma
+        with th.no_grad():
+            noise = data.actions.clone().data.normal_(0, self.target_policy_noise)
+            noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+            next_actions = (self.actor_target(data.next_observations) + noise).clamp(-1, 1)
+            next_q_values = th.cat(self.critic_target(data.next_observations, next_actions), dim=1)
+            next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+            return data.rewards + (1 - data.dones) * discounts * next_q_values
+
+    @staticmethod
+    def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
+        """``(B, 1)`` gradient of ``Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``2 (Q_1 - y)``."""
+        return 2.0 * (first_q_values - target_q_values)
+
+    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
+            first_q_values = self.critic(probe.observations, probe.actions)[0]
+        return self._critic_output_grad(first_q_values, probe_target), penultimate.get()
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+        self._begin_weighted_train()
+        probe = self._probe()
+        first_critic_head = last_linear(self.critic.q_networks[0])
+
+        actor_losses, critic_losses = [], []
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            replay_data = batch.samples
+            target_q_values = self._td_target(replay_data)
+
+            with capture_input(first_critic_head, enabled=probe is not None) as penultimate:
+                current_q_values = self.critic(replay_data.observations, replay_data.actions)
+
+            # The IS weights reach the critic loss only.
+            critic_loss = sum(weighted_mse(current_q, target_q_values, batch.weights) for current_q in current_q_values)
+            assert isinstance(critic_loss, th.Tensor)
+            critic_losses.append(critic_loss.item())
+
+            first_q_values = current_q_values[0].detach()
+            influence = None
+            if probe is not None:  # measured at the parameters the step starts from
+                out_grad = self._critic_output_grad(first_q_values, target_q_values)
+                influence = self._influence(out_grad, penultimate.get(), probe)
+
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            if self._n_updates % self.policy_delay == 0:
+                observations = replay_data.observations
+                actor_loss = -self.critic.q1_forward(observations, self.actor(observations)).mean()  # type: ignore[arg-type]
+                actor_losses.append(actor_loss.item())
+
+                self.actor.optimizer.zero_grad()
+                actor_loss.backward()
+                self.actor.optimizer.step()
+
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.actor.parameters(), self.actor_target.parameters(), self.tau)
+                polyak_update(self.critic_batch_norm_stats, self.critic_batch_norm_stats_target, 1.0)
+                polyak_update(self.actor_batch_norm_stats, self.actor_batch_norm_stats_target, 1.0)
+
+            td_abs = (first_q_values - target_q_values).abs().cpu().numpy().reshape(-1)
+            self._replay_feedback(batch, td_abs, influence)
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        if len(actor_losses) > 0:
+            self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        self._log_weights()

@@ -1,0 +1,144 @@
+"""TQC whose per-sample quantile Huber critic loss is weighted by IS weights (the shared TQC train step)."""
+
+import numpy as np
+import torch as th
+from sb3_contrib import TQC
+from stable_baselines3.common.utils import polyak_update
+
+from sb3_complementary.common.last_layer import capture_input, last_linear
+from sb3_complementary.common.losses import quantile_huber_output_grad, quantile_td_abs, weighted_quantile_huber_loss
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+
+
+class WeightedTQC(WeightedReplayMixin, TQC):
+    """
+    sb3-contrib TQC with a weighted replay: the base of ``ComplementaryTQC``.
+
+    ``train()`` is sb3-contrib's, with these changes: the batch comes with IS weights; each
+    sample's quantile Huber critic loss (averaged over critics, quantiles and truncated target
+    atoms) is weighted, while the actor and entropy-coefficient losses are not; and each step's
+    ``|TD|`` of the first critic's implied Q-value (plus, for the influence signal, each sample's
+    influence on a probe batch, in closed form at the first critic's quantile head) is fed back
+    to the replay. With all weights equal to 1 the update is exactly sb3-contrib's.
+    """
+
+    def _current_ent_coef(self) -> th.Tensor:
+        if self.log_ent_coef is not None:
+            return th.exp(self.log_ent_coef.detach())
+        return self.ent_coef_tensor
+
+    def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
+        """``(B, 1, N')`` truncated target quantile mixture minus the entropy term (draws next actions)."""
+        if ent_coef is None:
+            ent_coef = self._current_ent_coef()
+        discounts = data.discounts if data.discounts is not None else self.gamma
+        batch_size = data.rewards.shape[0]
+        with th.no_grad():
+            next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
+            next_quantiles = self.critic_target(data.next_observations, next_actions)
+            n_dropped = self.top_quantiles_to_drop_per_net * self.critic.n_critics
+            n_target_quantiles = self.critic.quantiles_total - n_dropped
+            next_quantiles, _ = th.sort(next_quantiles.reshape(batch_size, -1))
+            next_quantiles = next_quantiles[:, :n_target_quantiles]
+            target_quantiles = next_quantiles - ent_coef * next_log_prob.reshape(-1, 1)
+            target_quantiles = data.rewards + (1 - data.dones) * discounts * target_quantiles
+            target_quantiles.unsqueeze_(dim=1)
+            return target_quantiles
+
+    def _critic_output_grad(self, first_quantiles: th.Tensor, target_quantiles: th.Tensor) -> th.Tensor:
+        """
+        ``(B, K)`` gradient of each sample's own critic loss w.r.t. the first critic's quantile head.
+
+        The per-sample loss is the mean over ``n_critics × K × N'`` of ``ρ_τk(T_j - θ_ck)``; only
+        the first critic's terms depend on its head.
+        """
+        target = target_quantiles.squeeze(1)
+        scale = self.critic.n_critics * first_quantiles.shape[-1] * target.shape[-1]
+        return quantile_huber_output_grad(first_quantiles, target) / scale
+
+    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
+            first_quantiles = self.critic(probe.observations, probe.actions)[:, 0]
+        return self._critic_output_grad(first_quantiles, probe_target), penultimate.get()
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers += [self.ent_coef_optimizer]
+        self._update_learning_rate(optimizers)
+        self._begin_weighted_train()
+        probe = self._probe()
+        first_critic_head = last_linear(self.critic.q_networks[0])
+
+        ent_coef_losses, ent_coefs = [], []
+        actor_losses, critic_losses = [], []
+
+        for gradient_step in range(gradient_steps):
+            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            replay_data = batch.samples
+
+            if self.use_sde:
+                self.actor.reset_noise()
+
+            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+
+            ent_coef_loss = None
+            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+                ent_coef = th.exp(self.log_ent_coef.detach())
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()  # type: ignore[operator]
+                ent_coef_losses.append(ent_coef_loss.item())
+            else:
+                ent_coef = self.ent_coef_tensor
+            ent_coefs.append(ent_coef.item())
+
+            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
+                self.ent_coef_optimizer.zero_grad()
+                ent_coef_loss.backward()
+                self.ent_coef_optimizer.step()
+
+            target_quantiles = self._td_target(replay_data, ent_coef)
+
+            with capture_input(first_critic_head, enabled=probe is not None) as penultimate:
+                current_quantiles = self.critic(replay_data.observations, replay_data.actions)
+            # The IS weights reach the critic loss only.
+            critic_loss = weighted_quantile_huber_loss(
+                current_quantiles, target_quantiles, batch.weights, sum_over_quantiles=False
+            )
+            critic_losses.append(critic_loss.item())
+
+            first_quantiles = current_quantiles[:, 0].detach()
+            influence = None
+            if probe is not None:  # measured at the parameters the step starts from
+                out_grad = self._critic_output_grad(first_quantiles, target_quantiles)
+                influence = self._influence(out_grad, penultimate.get(), probe)
+
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            qf_pi = self.critic(replay_data.observations, actions_pi).mean(dim=2).mean(dim=1, keepdim=True)
+            actor_loss = (ent_coef * log_prob - qf_pi).mean()
+            actor_losses.append(actor_loss.item())
+
+            self.actor.optimizer.zero_grad()
+            actor_loss.backward()
+            self.actor.optimizer.step()
+
+            if gradient_step % self.target_update_interval == 0:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+
+            td_abs = quantile_td_abs(first_quantiles, target_quantiles.squeeze(1)).cpu().numpy()
+            self._replay_feedback(batch, td_abs, influence)
+
+        self._n_updates += gradient_steps
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/ent_coef", np.mean(ent_coefs))
+        self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        if len(ent_coef_losses) > 0:
+            self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
+        self._log_weights()
