@@ -1,0 +1,202 @@
+"""Tiny settings and builders for every weighted algorithm beyond DQN (shared by the family test files)."""
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch as th
+from sb3_contrib import QRDQN, TQC, CrossQ
+from stable_baselines3 import DDPG, SAC, TD3
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from sb3_complementary import (
+    ComplementaryCrossQ,
+    ComplementaryDDPG,
+    ComplementaryQRDQN,
+    ComplementaryReplayBuffer,
+    ComplementarySAC,
+    ComplementaryTD3,
+    ComplementaryTQC,
+    PrioritizedQRDQN,
+    PrioritizedSAC,
+    PrioritizedTD3,
+    WeightedSamples,
+)
+from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR
+
+#: Small actor-critic settings: 200 gradient steps in a 300-step learn.
+TINY_AC: dict[str, Any] = {
+    "learning_starts": 100,
+    "batch_size": 16,
+    "buffer_size": 1000,
+    "policy_kwargs": {"net_arch": [16]},
+    "device": "cpu",
+}
+#: Learn length of the short runs (past ``learning_starts`` and past two extractor fits).
+STEPS = 300
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One algorithm under test: our class, its uniform parent, its tiny env and settings."""
+
+    cls: type[BaseAlgorithm]
+    parent: type[BaseAlgorithm]
+    env_id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def complementary(self) -> bool:
+        return issubclass(self.cls, ComplementaryMixin)
+
+    def model_kwargs(self, **overrides: Any) -> dict[str, Any]:
+        """Fresh settings (SB3 writes into the ``policy_kwargs`` dict it is given, so never share one)."""
+        extra = dict(TINY_EXTRACTOR) if self.complementary else {}
+        return copy.deepcopy({**self.kwargs, **extra, **overrides})
+
+    def parent_kwargs(self, **overrides: Any) -> dict[str, Any]:
+        return copy.deepcopy({**self.kwargs, **overrides})
+
+
+_TQC_POLICY = {"net_arch": [16], "n_quantiles": 5, "n_critics": 2}
+_QR_SETTINGS = {**TINY_DQN, "policy_kwargs": {"net_arch": [16], "n_quantiles": 8}}
+
+SPECS: dict[str, Spec] = {
+    "ComplementarySAC": Spec(ComplementarySAC, SAC, "Pendulum-v1", TINY_AC),
+    "PrioritizedSAC": Spec(PrioritizedSAC, SAC, "Pendulum-v1", TINY_AC),
+    "ComplementaryTD3": Spec(ComplementaryTD3, TD3, "Pendulum-v1", TINY_AC),
+    "PrioritizedTD3": Spec(PrioritizedTD3, TD3, "Pendulum-v1", TINY_AC),
+    "ComplementaryDDPG": Spec(ComplementaryDDPG, DDPG, "Pendulum-v1", TINY_AC),
+    "ComplementaryTQC": Spec(ComplementaryTQC, TQC, "Pendulum-v1", {**TINY_AC, "policy_kwargs": _TQC_POLICY}),
+    "ComplementaryCrossQ": Spec(ComplementaryCrossQ, CrossQ, "Pendulum-v1", TINY_AC),
+    "ComplementaryQRDQN": Spec(ComplementaryQRDQN, QRDQN, "CartPole-v1", _QR_SETTINGS),
+    "PrioritizedQRDQN": Spec(PrioritizedQRDQN, QRDQN, "CartPole-v1", _QR_SETTINGS),
+}
+ACTOR_CRITIC = [name for name, spec in SPECS.items() if spec.env_id == "Pendulum-v1"]
+DISTRIBUTIONAL = ["ComplementaryQRDQN", "PrioritizedQRDQN", "ComplementaryTQC"]
+
+
+def build(name: str, env: Any = None, **overrides: Any) -> Any:
+    """Our algorithm ``name`` with its tiny settings on its tiny env (or ``env``); ``overrides`` win."""
+    spec = SPECS[name]
+    return spec.cls("MlpPolicy", env or spec.env_id, **spec.model_kwargs(**overrides))
+
+
+def build_parent(name: str, env: Any = None, **overrides: Any) -> Any:
+    spec = SPECS[name]
+    return spec.parent("MlpPolicy", env or spec.env_id, **spec.parent_kwargs(**overrides))
+
+
+def critic_of(model: Any) -> th.nn.Module:
+    """The module whose loss carries the IS weights: the critic, or QR-DQN's quantile network."""
+    return model.critic if hasattr(model, "critic") else model.quantile_net
+
+
+def critic_optimizer(model: Any) -> th.optim.Optimizer:
+    return model.critic.optimizer if hasattr(model, "critic") else model.policy.optimizer
+
+
+def fixed_batch(model: Any, weights: np.ndarray, indices: np.ndarray | None = None):
+    """A ``sample_weighted`` replacement that always returns the same transitions with the given IS weights."""
+    buffer: ComplementaryReplayBuffer = model.replay_buffer
+    n = len(weights)
+    chosen = np.arange(n) * 3 % buffer.size() if indices is None else indices
+
+    def sample_weighted(batch_size: int, env: Any = None) -> WeightedSamples:
+        assert batch_size == n
+        return WeightedSamples(
+            samples=buffer.get_samples_at(chosen, env),
+            indices=chosen,
+            weights=th.as_tensor(weights, dtype=th.float32).reshape(-1, 1),
+            raw_weights=np.asarray(weights, dtype=np.float64),
+            control=np.arange(n) < n // 4,
+        )
+
+    return sample_weighted
+
+
+# --------------------------------------------------------------------------- the parents' own critic losses
+
+
+def _first_quantiles(model: Any, samples: Any) -> th.Tensor:
+    quantiles = model.quantile_net(samples.observations)
+    index = samples.actions[..., None].long().expand(len(samples.actions), model.n_quantiles, 1)
+    return th.gather(quantiles, dim=2, index=index).squeeze(dim=2)
+
+
+def parent_critic_loss(model: Any, samples: Any, target: th.Tensor) -> th.Tensor:
+    """The batch critic loss exactly as the uniform parent writes it (the mean of the per-sample losses)."""
+    from sb3_contrib.common.utils import quantile_huber_loss
+    from torch.nn import functional as F
+
+    if isinstance(model, QRDQN):
+        return quantile_huber_loss(_first_quantiles(model, samples), target, sum_over_quantiles=True)
+    if isinstance(model, TQC):
+        current = model.critic(samples.observations, samples.actions)
+        return quantile_huber_loss(current, target, sum_over_quantiles=False)
+    q_values = model.critic(samples.observations, samples.actions)
+    loss = sum(F.mse_loss(q, target) for q in q_values)
+    return loss if isinstance(model, TD3) else 0.5 * loss  # SAC and CrossQ halve it; TD3 and DDPG do not
+
+
+def head_of(model: Any) -> th.nn.Linear:
+    """The last linear layer the contribution is measured at: first critic's, or QR-DQN's quantile head."""
+    from sb3_complementary.common.last_layer import last_linear
+
+    return last_linear(model.quantile_net.quantile_net if isinstance(model, QRDQN) else model.critic.q_networks[0])
+
+
+def brute_force_influence(model: Any, batch: Any, target: th.Tensor, probe: Any, probe_target: th.Tensor) -> th.Tensor:
+    """``c_i = ∇_head ℓ_i · ∇_head L_probe`` by autograd through the parent's loss, one sample at a time (eval mode)."""
+    head = head_of(model)
+
+    def head_grad(loss: th.Tensor) -> th.Tensor:
+        grad_w, grad_b = th.autograd.grad(loss, [head.weight, head.bias])
+        return th.cat([grad_w.reshape(-1), grad_b.reshape(-1)])
+
+    def row(samples: Any, i: int) -> Any:
+        return type(samples)(*(None if v is None else v[i : i + 1] for v in samples))
+
+    model.policy.set_training_mode(False)
+    with th.enable_grad():
+        probe_grad = head_grad(parent_critic_loss(model, probe, probe_target))
+        return th.stack(
+            [
+                head_grad(parent_critic_loss(model, row(batch, i), target[i : i + 1])) @ probe_grad
+                for i in range(len(target))
+            ]
+        )
+
+
+# --------------------------------------------------------------------------- one train() call on a fixed batch
+
+
+def train_with_weights(name: str, weights: np.ndarray, monkeypatch: Any, gradient_steps: int = 3) -> tuple[list, list]:
+    """
+    One ``train()`` call on a fixed batch with the given IS weights, from a fresh model, with the critic's
+    optimizer step replaced by a recorder (so the critic never moves and the actor sees the same critic).
+
+    :return: per step, the critic's gradients; per actor step, the actor's gradients.
+    """
+    model = build(name, seed=0, learning_starts=10_000)
+    model.learn(150)  # collect only
+    monkeypatch.setattr(model.replay_buffer, "sample_weighted", fixed_batch(model, np.asarray(weights)))
+    critic_grads, actor_grads = [], []
+
+    def grads(module):
+        return [th.zeros_like(p) if p.grad is None else p.grad.clone() for p in module.parameters()]
+
+    monkeypatch.setattr(critic_optimizer(model), "step", lambda *a, **k: critic_grads.append(grads(critic_of(model))))
+    if hasattr(model, "actor"):
+        actor_step = model.actor.optimizer.step
+
+        def record_then_step(*args, **kwargs):
+            actor_grads.append(grads(model.actor))
+            return actor_step(*args, **kwargs)
+
+        monkeypatch.setattr(model.actor.optimizer, "step", record_then_step)
+    th.manual_seed(0)
+    model.train(gradient_steps=gradient_steps, batch_size=len(weights))
+    return critic_grads, actor_grads

@@ -1,0 +1,228 @@
+"""
+Drop-in for every weighted algorithm beyond DQN (SAC, TD3, DDPG, QR-DQN, TQC, CrossQ and the PER baselines):
+a short learn, save/load, save_replay_buffer, two envs, bit-for-bit equality with the uniform parent,
+the parent's own errors on what it does not support, and a clear refusal of HER.
+"""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import BitFlippingEnv
+from stable_baselines3.her import HerReplayBuffer
+
+import sb3_complementary
+from sb3_complementary import ComplementaryReplayBuffer
+from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from tests.algorithms import SPECS, STEPS, build, build_parent
+
+ALGOS = list(SPECS)
+
+
+def check_learned(model, steps=STEPS):
+    """It ran, trained, kept a healthy tree, (Complementary) fitted the extractor, and predicts valid actions."""
+    assert model.num_timesteps >= steps
+    assert model._n_updates > 0
+    buffer = model.replay_buffer
+    assert isinstance(buffer, ComplementaryReplayBuffer) and buffer.size() > 0
+    leaves = buffer.tree.leaves
+    assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
+    if isinstance(model, ComplementaryMixin):
+        assert len(model.label_store) > 0
+        assert model.extractor.net[-1].weight.abs().sum().item() > 0, "the extractor was never fitted"
+        assert np.all(np.isfinite(model.extractor.score(buffer.feature_matrix(buffer.valid_indices()))))
+    env = model.get_env()
+    actions, _ = model.predict(env.reset(), deterministic=True)
+    assert len(actions) == env.num_envs
+    assert all(env.action_space.contains(np.asarray(a, dtype=env.action_space.dtype)) for a in actions)
+
+
+@pytest.fixture(scope="module", params=ALGOS)
+def saved(request, tmp_path_factory):
+    """One learned model per algorithm, saved with its replay buffer."""
+    model = build(request.param, seed=0)
+    model.learn(STEPS)
+    folder = tmp_path_factory.mktemp(request.param)
+    model.save(folder / "model")
+    model.save_replay_buffer(folder / "buffer")
+    return request.param, model, folder
+
+
+def test_short_learn(saved):
+    _, model, _ = saved
+    check_learned(model)
+
+
+def test_save_load_same_predictions_and_scores(saved):
+    name, model, folder = saved
+    loaded = SPECS[name].cls.load(folder / "model.zip", device="cpu")
+    obs = model.replay_buffer.observations[:64, 0]
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+    for key, value in model.policy.state_dict().items():
+        assert th.equal(loaded.policy.state_dict()[key], value), key
+    for knob in ("alpha", "beta", "epsilon", "uniform_fraction", "score_floor", "initial_score"):
+        assert getattr(loaded, knob) == getattr(model, knob), knob
+    if SPECS[name].complementary:
+        features = model.replay_buffer.feature_matrix(model.replay_buffer.valid_indices())
+        scores = model.extractor.score(features)
+        assert np.std(scores) > 0
+        np.testing.assert_array_equal(loaded.extractor.score(features), scores)
+        assert loaded.contribution == model.contribution and loaded.probe_size == model.probe_size
+
+
+def test_replay_buffer_round_trip_and_resume(saved):
+    name, model, folder = saved
+    loaded = SPECS[name].cls.load(folder / "model.zip", env=model.get_env(), device="cpu")
+    loaded.load_replay_buffer(folder / "buffer.pkl")
+    original, restored = model.replay_buffer, loaded.replay_buffer
+    assert isinstance(restored, ComplementaryReplayBuffer)
+    assert (restored.pos, restored.full, restored.n_added) == (original.pos, original.full, original.n_added)
+    np.testing.assert_array_equal(restored.actions, original.actions)
+    np.testing.assert_array_equal(restored.features.table, original.features.table)
+    for buffer in (original, restored):
+        buffer.sample_weighted(1)  # apply lazily pending initial scores
+    np.testing.assert_array_equal(restored.scores, original.scores)
+    np.testing.assert_array_equal(restored.tree.nodes, original.tree.nodes)
+    np.random.seed(5)
+    a = original.sample_weighted(16)
+    np.random.seed(5)
+    b = restored.sample_weighted(16)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.raw_weights, b.raw_weights)
+    loaded.learn(50, reset_num_timesteps=False)
+    new_steps = loaded.num_timesteps - model.num_timesteps
+    assert new_steps >= 50 and loaded.replay_buffer.n_added == original.n_added + new_steps
+
+
+@pytest.mark.parametrize("name", ALGOS)
+def test_two_envs(name):
+    env = make_vec_env(SPECS[name].env_id, n_envs=2, seed=0)
+    model = build(name, env=env, seed=0)
+    assert model.replay_buffer.n_envs == 2
+    model.learn(STEPS)
+    check_learned(model)
+    envs = np.concatenate([model.replay_buffer.sample_weighted(32).indices % 2 for _ in range(4)])
+    assert set(envs.tolist()) == {0, 1}
+
+
+def learned_state(model, steps=STEPS):
+    model.learn(steps)
+    state = {f"policy.{k}": v for k, v in model.policy.state_dict().items()}
+    if getattr(model, "log_ent_coef", None) is not None:
+        state["log_ent_coef"] = model.log_ent_coef.detach()
+    return state, [info["r"] for info in model.ep_info_buffer]
+
+
+@pytest.mark.slow  # two learns per algorithm
+@pytest.mark.parametrize("name", ALGOS)
+def test_uniform_replay_trains_bit_for_bit_like_the_parent(name):
+    """All IS weights equal (uniform_fraction=1): every parameter matches the uniform parent's exactly."""
+    expected, parent_rewards = learned_state(build_parent(name, seed=3, gradient_steps=2))
+    got, rewards = learned_state(build(name, seed=3, gradient_steps=2, uniform_fraction=1.0))
+    assert rewards == parent_rewards
+    assert expected.keys() == got.keys()
+    for key in expected:
+        assert th.equal(expected[key], got[key]), f"{key}: max diff {(expected[key] - got[key]).abs().max().item()}"
+
+
+@pytest.mark.parametrize("name", ["ComplementarySAC", "ComplementaryQRDQN"])
+def test_bit_for_bit_check_detects_a_different_update(name):
+    """Sanity check of the test above: one sample more per batch is caught."""
+    expected, _ = learned_state(build_parent(name, seed=3), steps=200)
+    got, _ = learned_state(build(name, seed=3, uniform_fraction=1.0, batch_size=17), steps=200)
+    assert any(not th.equal(expected[key], got[key]) for key in expected)
+
+
+@pytest.mark.parametrize("name", ALGOS)
+def test_constructor_and_policy_aliases_are_the_parents(name):
+    spec = SPECS[name]
+    assert spec.cls.policy_aliases == spec.parent.policy_aliases
+    assert isinstance(build(name), spec.parent)
+    # Positional arguments pass through as for the parent (learning_rate, buffer_size, learning_starts, batch_size).
+    ours = spec.cls("MlpPolicy", spec.env_id, 5e-4, 300, 10, 16, device="cpu")
+    parent = spec.parent("MlpPolicy", spec.env_id, 5e-4, 300, 10, 16, device="cpu")
+    for attr in ("learning_rate", "buffer_size", "learning_starts", "batch_size"):
+        assert getattr(ours, attr) == getattr(parent, attr)
+
+
+def _parent_error(build_it):
+    with pytest.raises(Exception) as info:
+        build_it()
+    return info.value
+
+
+@pytest.mark.parametrize("name", ALGOS)
+def test_unsupported_action_space_fails_with_the_parents_error(name):
+    spec = SPECS[name]
+    wrong_env = "CartPole-v1" if spec.env_id == "Pendulum-v1" else "Pendulum-v1"
+    expected = _parent_error(lambda: spec.parent("MlpPolicy", wrong_env, device="cpu"))
+    with pytest.raises(type(expected)) as info:
+        spec.cls("MlpPolicy", wrong_env, device="cpu")
+    assert str(info.value) == str(expected)
+
+
+@pytest.mark.parametrize("name", ["ComplementaryCrossQ", "ComplementarySAC"])
+def test_unsupported_policy_fails_with_the_parents_error(name):
+    spec = SPECS[name]
+    policy = "CnnPolicy" if name == "ComplementaryCrossQ" else "NoSuchPolicy"
+    expected = _parent_error(lambda: spec.parent(policy, spec.env_id, device="cpu"))
+    with pytest.raises(type(expected)) as info:
+        spec.cls(policy, spec.env_id, device="cpu")
+    assert str(info.value) == str(expected)
+
+
+@pytest.mark.parametrize("name", ["ComplementarySAC", "ComplementaryQRDQN"])
+def test_dict_observations_with_mlp_policy_fail_with_the_parents_error(name):
+    spec = SPECS[name]
+    continuous = spec.env_id == "Pendulum-v1"
+    expected = _parent_error(lambda: spec.parent("MlpPolicy", BitFlippingEnv(continuous=continuous), device="cpu"))
+    with pytest.raises(type(expected)) as info:
+        spec.cls("MlpPolicy", BitFlippingEnv(continuous=continuous), device="cpu")
+    assert str(info.value) == str(expected)
+
+
+@pytest.mark.parametrize("name", ALGOS)
+def test_her_is_refused_clearly(name):
+    continuous = SPECS[name].env_id == "Pendulum-v1"
+    # CrossQ has no MultiInputPolicy (its own error comes first on a goal env): ask on its flat env instead.
+    policy, env = ("MlpPolicy", "Pendulum-v1") if name == "ComplementaryCrossQ" else ("MultiInputPolicy", None)
+    with pytest.raises(ValueError) as info:
+        SPECS[name].cls(
+            policy, env or BitFlippingEnv(continuous=continuous), replay_buffer_class=HerReplayBuffer, device="cpu"
+        )
+    message = str(info.value)
+    assert "HerReplayBuffer" in message and "cannot be combined" in message and "yet" in message
+
+
+@pytest.mark.parametrize("name", ALGOS)
+def test_bad_knob_fails_as_in_complementary_dqn(name):
+    with pytest.raises(ValueError, match=r"alpha.*-1"):
+        SPECS[name].cls("MlpPolicy", SPECS[name].env_id, alpha=-1, device="cpu")
+    if SPECS[name].complementary:
+        with pytest.raises(ValueError, match="probe_size"):
+            SPECS[name].cls("MlpPolicy", SPECS[name].env_id, probe_size=0, device="cpu")
+
+
+def test_everything_is_exported():
+    names = [
+        *(f"Complementary{a}" for a in ("DQN", "SAC", "TD3", "DDPG", "QRDQN", "TQC", "CrossQ")),
+        *(f"Prioritized{a}" for a in ("DQN", "SAC", "TD3", "QRDQN")),
+    ]
+    for name in names:
+        assert name in sb3_complementary.__all__ and hasattr(sb3_complementary, name), name
+    assert set(SPECS) <= set(sb3_complementary.__all__)
+
+
+def test_dict_observations_with_multi_input_policy_learn():
+    """MultiInputPolicy on a Dict env goes through the Dict buffer for an actor-critic too."""
+    spec = SPECS["ComplementarySAC"]
+    model = spec.cls("MultiInputPolicy", BitFlippingEnv(n_bits=4, continuous=True, max_steps=20), **spec.model_kwargs())
+    model.learn(200)
+    assert model._n_updates > 0 and len(model.label_store) > 0
+
+
+def test_tiny_settings_are_what_the_suite_assumes():
+    for spec in SPECS.values():
+        assert spec.kwargs["learning_starts"] < STEPS // 2
+    assert gym.spec("Pendulum-v1").max_episode_steps == 200
