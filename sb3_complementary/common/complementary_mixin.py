@@ -43,6 +43,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         coupling_coef: float,
         probe_size: int,
         label_capacity: int,
+        label_interval: int = 4,
     ) -> None:
         check_choice("contribution", contribution, tuple(SIGNALS))
         net_arch = [64, 64] if extractor_net_arch is None else list(extractor_net_arch)
@@ -56,6 +57,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         check_range("coupling_coef", coupling_coef, low=0.0)
         check_range("probe_size", probe_size, low=1)
         check_range("label_capacity", label_capacity, low=1)
+        check_range("label_interval", label_interval, low=1)
         self.contribution = contribution
         self.extractor_net_arch = net_arch
         self.extractor_lr_ratio = extractor_lr_ratio
@@ -66,6 +68,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.coupling_coef = coupling_coef
         self.probe_size = probe_size
         self.label_capacity = label_capacity
+        self.label_interval = label_interval
+        self._n_feedback = 0
 
     def _setup_model(self) -> None:
         super()._setup_model()
@@ -83,16 +87,28 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.contribution_signal = make_signal(self.contribution, self.label_store)
         self.needs_influence = self.contribution_signal.needs_influence
 
+    def _label_due(self) -> bool:
+        """
+        Whether the current gradient step labels its batch: one step in ``label_interval``.
+
+        Consecutive batches carry nearly the same information about the extractor's target,
+        and labelling (the influence's probe pass, the feature gather) is most of the extra cost
+        per step, so labels are subsampled in time; |TD| and use counts are recorded every step.
+        """
+        return self._n_feedback % self.label_interval == 0
+
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         self._record_weights(batch)
-        features = self.replay_buffer.feature_matrix(batch.indices)
+        if self._label_due():
+            features = self.replay_buffer.feature_matrix(batch.indices)
+            self.contribution_signal.observe(
+                features,
+                td_abs,
+                batch.control,
+                None if influence is None else influence.detach().cpu().numpy(),
+            )
         self.replay_buffer.record_use(batch.indices, td_abs)
-        self.contribution_signal.observe(
-            features,
-            td_abs,
-            batch.control,
-            None if influence is None else influence.detach().cpu().numpy(),
-        )
+        self._n_feedback += 1
 
     def _setup_learn(
         self,

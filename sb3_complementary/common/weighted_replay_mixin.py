@@ -156,6 +156,10 @@ class WeightedReplayMixin(_Base):
         """Feed one gradient step's measurements back to the replay (scores, labels, counters)."""
         raise NotImplementedError
 
+    def _label_due(self) -> bool:
+        """Whether this gradient step produces contribution labels (and so needs the influence)."""
+        return False
+
     # ------------------------------------------------------------------ influence signal
     def _td_target(self, data: Samples) -> th.Tensor:
         """The algorithm's TD target for a batch (for the probe batch, measured by :meth:`_probe`)."""

@@ -43,6 +43,8 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
     :param coupling_coef: Weight of KL(sampling distribution ‖ uniform) in the extractor loss, >= 0.
     :param probe_size: Number of freshest transitions used as the influence signal's probe batch.
     :param label_capacity: Number of contribution labels kept (older ones age out).
+    :param label_interval: Label the trained batch on one gradient step in this many (labels are
+        subsampled in time; consecutive batches say nearly the same thing and labelling is most of the cost).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -72,6 +74,7 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
         coupling_coef: float = 0.1,
         probe_size: int = 64,
         label_capacity: int = 20_000,
+        label_interval: int = 4,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -91,6 +94,7 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
             coupling_coef,
             probe_size,
             label_capacity,
+            label_interval,
         )
         if _init_setup_model:
             self._setup_model()

@@ -81,7 +81,7 @@ class WeightedDQN(WeightedReplayMixin, DQN):
 
             td_errors = (current_q_values - target_q_values).detach()
             influence = None
-            if self.needs_influence:
+            if self.needs_influence and self._label_due():
                 with th.no_grad():  # measured at the parameters the step starts from
                     out_grad = self._huber_output_grad(q_values, data.actions, td_errors)
                     influence = last_layer_influence(out_grad, penultimate, *self._probe_gradients(probe, probe_target))
