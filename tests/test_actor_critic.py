@@ -140,7 +140,7 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
     """Inside train(), the influence gets the batch's own output gradients and penultimate features."""
     # CrossQ without batch norm, so that the (s, a) half of its joint pass can be recomputed alone.
     overrides = {"policy_kwargs": {"net_arch": [16], "batch_norm": False}} if name == "ComplementaryCrossQ" else {}
-    model = build(name, seed=2, **overrides)
+    model = build(name, seed=2, label_interval=1, **overrides)
     model.learn(150)
     seen = {}
     sample, td_target, influence = model.replay_buffer.sample_weighted, model._td_target, model._influence
@@ -149,9 +149,11 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
         seen["batch"] = sample(*args, **kwargs)
         return seen["batch"]
 
-    def spy_target(*args, **kwargs):
-        seen["target"] = td_target(*args, **kwargs)
-        return seen["target"]
+    def spy_target(data, *args, **kwargs):
+        target = td_target(data, *args, **kwargs)
+        if data is seen["batch"].samples:  # not the probe's
+            seen["target"] = target
+        return target
 
     def spy_influence(out_grad, penultimate, probe):
         samples = seen["batch"].samples
@@ -171,3 +173,25 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
     monkeypatch.setattr(model, "_influence", spy_influence)
     model.train(gradient_steps=2, batch_size=BATCH)
     assert seen["checked"] == 2
+
+
+@pytest.mark.parametrize("name", ["ComplementarySAC", "ComplementaryTD3", "PrioritizedSAC"])
+def test_influence_only_on_labelled_steps_and_probe_once_per_call(name, monkeypatch):
+    """label_interval=4: one step in four measures the influence; the probe is measured once per train() call."""
+    model = build(name, seed=0, **({"label_interval": 4} if SPECS[name].complementary else {}))
+    model.learn(150)
+    calls = {"influence": 0, "probe": 0}
+    influence, probe = model._influence, model._probe
+
+    def count(key, fn):
+        def wrapped(*args, **kwargs):
+            calls[key] += 1
+            return fn(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(model, "_influence", count("influence", influence))
+    monkeypatch.setattr(model, "_probe", count("probe", probe))
+    model.train(gradient_steps=8, batch_size=BATCH)
+    expected = (2, 1) if SPECS[name].complementary else (0, 0)
+    assert (calls["influence"], calls["probe"]) == expected

@@ -172,17 +172,20 @@ class WeightedReplayMixin(_Base):
         """
         raise NotImplementedError
 
-    def _probe(self) -> Probe | None:
+    def _measures_influence(self) -> bool:
+        """Whether this gradient step needs each sample's influence: the signal uses it and the step labels."""
+        return self.needs_influence and self._label_due()
+
+    def _probe(self) -> Probe:
         """
         The probe batch (the ``probe_size`` freshest transitions, normalised like training batches)
-        and its TD targets, or None when the contribution signal does not need the influence.
+        and its TD targets.
 
-        Fixed for one ``train()`` call. The targets are measured without side effects: no
-        gradient, the policy in eval mode, torch's RNG preserved (a SAC probe samples next
-        actions, and must not shift the stream that training draws from).
+        A ``train()`` call measures it once, on the first step that needs the influence. The
+        targets are measured without side effects: no gradient, the policy in eval mode,
+        torch's RNG preserved (a SAC probe samples next actions, and must not shift the stream
+        that training draws from).
         """
-        if not self.needs_influence:
-            return None
         buffer = self.replay_buffer
         probe = buffer.get_samples_at(buffer.recent_indices(self.probe_size), env=self._vec_normalize_env)
         with side_effect_free(self.policy, self.device):

@@ -6,7 +6,7 @@ from sb3_contrib import CrossQ
 
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
 
 
 class WeightedCrossQ(WeightedReplayMixin, CrossQ):
@@ -61,7 +61,7 @@ class WeightedCrossQ(WeightedReplayMixin, CrossQ):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        probe = self._probe()
+        probe: Probe | None = None  # measured on the first step that needs it
         first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
@@ -86,8 +86,9 @@ class WeightedCrossQ(WeightedReplayMixin, CrossQ):
             # Joint forward pass of (s, a) and (s', a'), as in CrossQ.
             all_obs = th.cat([replay_data.observations, replay_data.next_observations], dim=0)  # type: ignore[list-item]
             all_actions = th.cat([replay_data.actions, next_actions], dim=0)
+            measure = self._measures_influence()
             self.critic.set_bn_training_mode(True)
-            with capture_input(first_critic_head, enabled=probe is not None) as penultimate:
+            with capture_input(first_critic_head, enabled=measure) as penultimate:
                 all_q_values = th.cat(self.critic(all_obs, all_actions), dim=1)
             self.critic.set_bn_training_mode(False)
             current_q_values, next_q_values = th.split(all_q_values, batch_size, dim=0)
@@ -107,7 +108,9 @@ class WeightedCrossQ(WeightedReplayMixin, CrossQ):
 
             first_q_values = current_q_values[0].detach()
             influence = None
-            if probe is not None:  # measured at the parameters the step starts from
+            if measure:  # measured at the parameters the step starts from
+                if probe is None:
+                    probe = self._probe()
                 out_grad = self._critic_output_grad(first_q_values, target_q_values)
                 influence = self._influence(out_grad, penultimate.get()[:batch_size], probe)
 

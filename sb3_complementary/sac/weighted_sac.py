@@ -7,7 +7,7 @@ from stable_baselines3.common.utils import polyak_update
 
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
 
 
 class WeightedSAC(WeightedReplayMixin, SAC):
@@ -56,7 +56,7 @@ class WeightedSAC(WeightedReplayMixin, SAC):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        probe = self._probe()
+        probe: Probe | None = None  # measured on the first step that needs it
         first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
@@ -89,7 +89,8 @@ class WeightedSAC(WeightedReplayMixin, SAC):
 
             target_q_values = self._td_target(replay_data, ent_coef)
 
-            with capture_input(first_critic_head, enabled=probe is not None) as penultimate:
+            measure = self._measures_influence()
+            with capture_input(first_critic_head, enabled=measure) as penultimate:
                 current_q_values = self.critic(replay_data.observations, replay_data.actions)
 
             # The IS weights reach the critic loss only.
@@ -101,7 +102,9 @@ class WeightedSAC(WeightedReplayMixin, SAC):
 
             first_q_values = current_q_values[0].detach()
             influence = None
-            if probe is not None:  # measured at the parameters the step starts from
+            if measure:  # measured at the parameters the step starts from
+                if probe is None:
+                    probe = self._probe()
                 out_grad = self._critic_output_grad(first_q_values, target_q_values)
                 influence = self._influence(out_grad, penultimate.get(), probe)
 

@@ -40,6 +40,7 @@ class ComplementaryTQC(ComplementaryMixin, WeightedTQC):
     :param coupling_coef: Weight of KL(sampling distribution ‖ uniform) in the extractor loss, >= 0.
     :param probe_size: Number of freshest transitions used as the influence signal's probe batch.
     :param label_capacity: Number of contribution labels kept.
+    :param label_interval: Label the trained batch (and measure its influence) on one gradient step in this many.
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -69,6 +70,7 @@ class ComplementaryTQC(ComplementaryMixin, WeightedTQC):
         coupling_coef: float = 0.1,
         probe_size: int = 64,
         label_capacity: int = 20_000,
+        label_interval: int = 4,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -88,6 +90,7 @@ class ComplementaryTQC(ComplementaryMixin, WeightedTQC):
             coupling_coef,
             probe_size,
             label_capacity,
+            label_interval,
         )
         if _init_setup_model:
             self._setup_model()

@@ -7,7 +7,7 @@ from stable_baselines3.common.utils import polyak_update
 
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import quantile_huber_output_grad, quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
 
 
 class WeightedTQC(WeightedReplayMixin, TQC):
@@ -68,7 +68,7 @@ class WeightedTQC(WeightedReplayMixin, TQC):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        probe = self._probe()
+        probe: Probe | None = None  # measured on the first step that needs it
         first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
@@ -100,7 +100,8 @@ class WeightedTQC(WeightedReplayMixin, TQC):
 
             target_quantiles = self._td_target(replay_data, ent_coef)
 
-            with capture_input(first_critic_head, enabled=probe is not None) as penultimate:
+            measure = self._measures_influence()
+            with capture_input(first_critic_head, enabled=measure) as penultimate:
                 current_quantiles = self.critic(replay_data.observations, replay_data.actions)
             # The IS weights reach the critic loss only.
             critic_loss = weighted_quantile_huber_loss(
@@ -110,7 +111,9 @@ class WeightedTQC(WeightedReplayMixin, TQC):
 
             first_quantiles = current_quantiles[:, 0].detach()
             influence = None
-            if probe is not None:  # measured at the parameters the step starts from
+            if measure:  # measured at the parameters the step starts from
+                if probe is None:
+                    probe = self._probe()
                 out_grad = self._critic_output_grad(first_quantiles, target_quantiles)
                 influence = self._influence(out_grad, penultimate.get(), probe)
 
