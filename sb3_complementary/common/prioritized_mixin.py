@@ -1,5 +1,7 @@
 """Classic proportional prioritized experience replay (Schaul et al., 2016) as an algorithm mixin."""
 
+from typing import Any
+
 import numpy as np
 import torch as th
 
@@ -11,7 +13,41 @@ class PrioritizedMixin(WeightedReplayMixin):
     """
     Priority ``= (|TD| + epsilon) ** alpha``: after each gradient step the sampled transitions'
     scores become their fresh ``|TD|``; new transitions enter with the maximum score seen so far.
+
+    Put first in the bases of an algorithm (``class PrioritizedX(PrioritizedMixin, WeightedX)``):
+    its constructor takes every argument of the parent algorithm (positional ones included), plus:
+
+    :param alpha: Priority exponent (0 = uniform), >= 0.
+    :param beta: Initial IS exponent in [0, 1], annealed to 1.
+    :param epsilon: Added to ``|TD|`` so no transition has zero probability, >= 0.
+    :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1] (0 = classic PER).
+    :param score_floor: Lower clip of the scores, >= 0.
+    :param initial_score: ``"max"`` (new transitions get the largest ``|TD|`` seen, as in the paper) or ``"neutral"``.
+    :param include_observation: Store small flat observations among the features (unused by PER itself).
+    :param eviction: ``"fifo"`` (as SB3) or ``"lowest_score"`` (drop a low-``|TD|`` transition instead of the oldest).
     """
+
+    def __init__(
+        self,
+        *args: Any,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        epsilon: float = 1e-6,
+        uniform_fraction: float = 0.0,
+        score_floor: float = 0.0,
+        initial_score: str = "max",
+        include_observation: bool = False,
+        eviction: str = "fifo",
+        _init_setup_model: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs["_init_setup_model"] = False  # the knobs below must exist before _setup_model runs
+        super().__init__(*args, **kwargs)
+        self._init_replay_knobs(
+            alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation, eviction
+        )
+        if _init_setup_model:
+            self._setup_model()
 
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         self._record_weights(batch)
