@@ -1,0 +1,212 @@
+"""Packaged hyperparameter files, user conf files, and the checks on bad hyperparameter input."""
+
+import argparse
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rl_zoo3
+import yaml
+from rl_zoo3.utils import ALGOS
+
+from sb3_complementary import ComplementaryDQN
+from sb3_complementary.zoo import ZOO_ALGORITHMS, register_algorithms
+from sb3_complementary.zoo.experiment import ZooExperimentManager
+from sb3_complementary.zoo.hyperparams import (
+    ZOO_EXPERIMENT_KEYS,
+    HyperparamsError,
+    check_keys,
+    constructor_parameters,
+    load_hyperparams_file,
+    select_entry,
+)
+from sb3_complementary.zoo.storage import optuna_storage
+
+ZOO_DIR = Path(rl_zoo3.__file__).parent / "hyperparams"
+#: Env each packaged entry is exercised on (the fallback entries need an env without an entry).
+ENTRY_ENV = {"default": "CartPole-v0", "atari": "PongNoFrameskip-v4"}
+HAS_ALE = importlib.util.find_spec("ale_py") is not None
+
+
+def _own_knobs(algorithm: type) -> set[str]:
+    """Constructor parameters the algorithm adds to DQN's."""
+    return set(constructor_parameters(algorithm)) - set(constructor_parameters(ALGOS["dqn"]))
+
+
+def _table(name: str) -> dict[str, Any]:
+    register_algorithms()
+    return load_hyperparams_file(str(next(e for e in ZOO_ALGORITHMS if e.name == name).hyperparams_file))
+
+
+def manager(tmp_path: Path, algo: str, env_id: str, **kwargs: Any) -> ZooExperimentManager:
+    """A ZooExperimentManager as rl_zoo3.train builds it, without evaluation, logging into tmp_path."""
+    register_algorithms()
+    return ZooExperimentManager(
+        argparse.Namespace(conf_file=kwargs.get("config")),
+        algo,
+        env_id,
+        str(tmp_path),
+        n_timesteps=kwargs.pop("n_timesteps", 0),
+        eval_freq=-1,
+        seed=0,
+        log_interval=-2,  # no logging (rl-zoo3's constructor default 0 means "every 0 episodes": a modulo by zero)
+        verbose=0,
+        device="cpu",
+        **kwargs,
+    )
+
+
+ENTRIES = [(entry.name, key) for entry in ZOO_ALGORITHMS for key in _table(entry.name)]
+
+
+@pytest.mark.parametrize("name", [entry.name for entry in ZOO_ALGORITHMS])
+def test_packaged_entries_are_rl_zoo3_dqn_entries_plus_our_knobs(name: str) -> None:
+    table = _table(name)
+    with open(ZOO_DIR / "dqn.yml") as file:
+        zoo = yaml.safe_load(file)
+    assert set(table) == set(zoo)  # CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3, atari, default
+    knobs = _own_knobs(ALGOS[name])
+    for key, entry in table.items():
+        assert {k: v for k, v in entry.items() if k not in knobs} == zoo[key], f"{name}.yml [{key}] drifted from zoo"
+        missing = knobs - set(entry)
+        assert not missing, f"{name}.yml [{key}] does not list the constructor's knobs {sorted(missing)}: add them"
+
+
+@pytest.mark.parametrize("name", [entry.name for entry in ZOO_ALGORITHMS])
+def test_packaged_knobs_equal_the_constructor_defaults(name: str) -> None:
+    """The YAML spells the knobs out; they must not drift from the constructor's defaults."""
+    register_algorithms()
+    algorithm = ALGOS[name]
+    small = {"buffer_size": 100, "device": "cpu"}
+    baseline = algorithm("MlpPolicy", "CartPole-v1", **small)
+    for key, entry in _table(name).items():
+        knobs = {k: v for k, v in entry.items() if k in _own_knobs(algorithm)}
+        model = algorithm("MlpPolicy", "CartPole-v1", **small, **knobs)
+        for knob in knobs:
+            assert getattr(model, knob) == getattr(baseline, knob), f"{name}.yml [{key}] {knob}"
+
+
+@pytest.mark.parametrize(("name", "key"), ENTRIES, ids=[f"{n}-{k}" for n, k in ENTRIES])
+def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: str) -> None:
+    env_id = ENTRY_ENV.get(key, key)
+    if key == "atari" and not HAS_ALE:
+        pytest.skip("ale-py is not installed: no Atari env to build the 'atari' entry on")
+    overrides: dict[str, Any] = {"learning_starts": 50}
+    if key == "atari":
+        overrides["buffer_size"] = 500  # the entry's 100k frames would need gigabytes
+    if name == "complementary_dqn":
+        overrides.update(extractor_train_freq=100, refresh_interval=100)
+    experiment = manager(tmp_path, name, env_id, n_timesteps=300, hyperparams=overrides)
+    model, saved = experiment.setup_experiment()
+    assert type(model) is ALGOS[name]
+    entry = _table(name)[key]
+    assert saved["alpha"] == entry["alpha"] == model.alpha
+    assert saved["policy"] == entry["policy"]
+    experiment.learn(model)
+    assert model.num_timesteps >= 300
+    assert model._n_updates > 0
+    if name == "complementary_dqn":
+        assert len(model.label_store) > 0  # the contribution signal labelled trained batches
+
+
+def test_user_yaml_and_python_conf_files(tmp_path: Path) -> None:
+    (tmp_path / "mine.yml").write_text(
+        "CartPole-v1:\n  n_timesteps: 1000\n  policy: MlpPolicy\n  alpha: 0.8\n  policy_kwargs: 'dict(net_arch=[32])'\n"
+    )
+    (tmp_path / "mine.py").write_text(
+        "from torch import nn\n"
+        "hyperparams = {'CartPole-v1': dict(n_timesteps=1000, policy='MlpPolicy', coupling_coef=0.5,\n"
+        "               policy_kwargs=dict(net_arch=[24], activation_fn=nn.Tanh))}\n"
+    )
+    model, _ = manager(
+        tmp_path / "a", "complementary_dqn", "CartPole-v1", config=str(tmp_path / "mine.yml")
+    ).setup_experiment()
+    assert isinstance(model, ComplementaryDQN) and model.alpha == 0.8
+    assert model.policy.q_net.q_net[0].out_features == 32
+    model, _ = manager(
+        tmp_path / "b", "complementary_dqn", "CartPole-v1", config=str(tmp_path / "mine.py")
+    ).setup_experiment()
+    assert model.coupling_coef == 0.5 and model.policy.q_net.q_net[0].out_features == 24
+    assert model.policy_kwargs["activation_fn"].__name__ == "Tanh"
+
+
+def test_conf_file_defaults_to_the_packaged_file_only_for_our_algorithms(tmp_path: Path) -> None:
+    ours = manager(tmp_path, "prioritized_dqn", "CartPole-v1")
+    assert Path(ours.config) == next(e for e in ZOO_ALGORITHMS if e.name == "prioritized_dqn").hyperparams_file
+    assert ours.args.conf_file == ours.config  # recorded in the run's args.yml
+    assert Path(manager(tmp_path, "dqn", "CartPole-v1").config) == ZOO_DIR / "dqn.yml"
+
+
+def test_env_without_entry_uses_default_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    table = _table("complementary_dqn")
+    assert select_entry(table, "CartPole-v0", False, "complementary_dqn.yml") == "default"
+    note = capsys.readouterr().err
+    for expected in (
+        "CartPole-v0 has no entry",
+        "Acrobot-v1, CartPole-v1, LunarLander-v3, MountainCar-v0",
+        "'default'",
+    ):
+        assert expected in note
+    assert select_entry(table, "CartPole-v1", False, "x") == "CartPole-v1"
+    assert select_entry(table, "PongNoFrameskip-v4", True, "x") == "atari"
+    assert capsys.readouterr().err == ""
+
+
+def test_env_without_entry_or_default_is_refused_with_the_entries() -> None:
+    table = {"CartPole-v1": {"policy": "MlpPolicy"}, "Acrobot-v1": {"policy": "MlpPolicy"}}
+    with pytest.raises(
+        HyperparamsError, match=r"mine.yml has no entry for MountainCar-v0\. Envs with entries: Acrobot-v1, CartPole-v1"
+    ) as info:
+        select_entry(table, "MountainCar-v0", False, "mine.yml")
+    assert "'default'" in str(info.value) and "--conf-file" in str(info.value)
+    with pytest.raises(HyperparamsError, match=r"is an Atari env.*'atari'"):
+        select_entry(table, "PongNoFrameskip-v4", True, "mine.yml")
+
+
+def test_unknown_knob_in_a_conf_file_is_a_value_error_naming_it(tmp_path: Path) -> None:
+    conf = tmp_path / "typo.yml"
+    conf.write_text("CartPole-v1:\n  n_timesteps: 1000\n  policy: MlpPolicy\n  extractor_lr_ration: 0.3\n")
+    experiment = manager(tmp_path, "complementary_dqn", "CartPole-v1", config=str(conf))
+    with pytest.raises(ValueError, match=r"'extractor_lr_ration' \(did you mean 'extractor_lr_ratio'"):
+        experiment.read_hyperparameters()
+    # A knob of another algorithm is unknown too: PrioritizedDQN has no extractor.
+    conf.write_text("CartPole-v1:\n  n_timesteps: 1000\n  policy: MlpPolicy\n  coupling_coef: 0.3\n")
+    with pytest.raises(ValueError, match="unknown hyperparameter for PrioritizedDQN: 'coupling_coef'"):
+        manager(tmp_path, "prioritized_dqn", "CartPole-v1", config=str(conf)).read_hyperparameters()
+
+
+def test_unknown_or_reserved_key_in_params_overrides(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="-params: unknown hyperparameter for ComplementaryDQN: 'alfa'"):
+        manager(tmp_path, "complementary_dqn", "CartPole-v1", hyperparams={"alfa": 0.5}).read_hyperparameters()
+    with pytest.raises(ValueError, match=r"seed \(use --seed\)"):
+        manager(tmp_path, "complementary_dqn", "CartPole-v1", hyperparams={"seed": 1}).read_hyperparameters()
+
+
+def test_key_check_accepts_every_rl_zoo3_file() -> None:
+    """No false alarms on rl-zoo3's own files: ZOO_EXPERIMENT_KEYS covers every key rl-zoo3 consumes."""
+    register_algorithms()
+    checked = 0
+    for path in sorted(ZOO_DIR.glob("*.yml")):
+        if path.stem not in ALGOS:
+            continue  # her.yml: entries for several algorithms
+        for key, entry in yaml.safe_load(path.read_text()).items():
+            check_keys(ALGOS[path.stem], entry, where=f"{path.name} [{key}]")
+            checked += 1
+    assert checked > 100
+    assert {"n_timesteps", "env_wrapper", "frame_stack", "normalize"} <= ZOO_EXPERIMENT_KEYS
+
+
+def test_constructor_parameters_follow_kwargs_to_dqn() -> None:
+    names = constructor_parameters(ComplementaryDQN)
+    assert {"coupling_coef", "alpha", "buffer_size", "target_update_interval", "policy"} <= names
+    assert "_init_setup_model" not in names
+    assert "coupling_coef" not in constructor_parameters(ALGOS["prioritized_dqn"])
+
+
+def test_storage_plain_path_is_a_sqlite_file(tmp_path: Path) -> None:
+    url = optuna_storage(str(tmp_path / "new" / "study.db"))
+    assert url == f"sqlite:///{tmp_path / 'new' / 'study.db'}"
+    assert (tmp_path / "new").is_dir()
+    for kept in ("postgresql://u:p@host/db", "sqlite:///x.db", "journal.log", None):
+        assert optuna_storage(kept) == kept

@@ -1,0 +1,152 @@
+"""The algorithm registry: our algorithms in rl-zoo3's lookup tables, their Optuna search space, inference loading."""
+
+import inspect
+import math
+
+import optuna
+import pytest
+import rl_zoo3
+from rl_zoo3.hyperparams_opt import HYPERPARAMS_CONVERTER, HYPERPARAMS_SAMPLER, sample_dqn_params
+from rl_zoo3.utils import ALGOS
+from stable_baselines3 import DQN
+
+from sb3_complementary import ComplementaryDQN, PrioritizedDQN
+from sb3_complementary.zoo import ZOO_ALGORITHMS, register_algorithms
+from sb3_complementary.zoo.inference import INFERENCE_LOAD_KWARGS, inference_algorithms
+from sb3_complementary.zoo.registry import zoo_algorithm
+from sb3_complementary.zoo.search_space import extend_sampler
+
+#: Our knobs each algorithm must add to DQN's search space.
+EXPECTED_KNOBS = {
+    "complementary_dqn": {
+        "alpha",
+        "uniform_fraction",
+        "extractor_lr_ratio",
+        "refresh_interval",
+        "coupling_coef",
+        "contribution",
+    },
+    "prioritized_dqn": {"alpha", "uniform_fraction"},
+}
+SMALL = {"buffer_size": 500, "learning_starts": 20, "batch_size": 16, "train_freq": 4, "device": "cpu"}
+
+
+def _trial(seed: int) -> optuna.Trial:
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    return study.ask()
+
+
+def test_registration_fills_every_rl_zoo3_table() -> None:
+    register_algorithms()
+    register_algorithms()  # idempotent
+    assert [entry.name for entry in ZOO_ALGORITHMS] == ["complementary_dqn", "prioritized_dqn"]
+    assert rl_zoo3.ALGOS is ALGOS  # train/enjoy/record_video/exp_manager all read this one dict
+    assert ALGOS["complementary_dqn"] is ComplementaryDQN
+    assert ALGOS["prioritized_dqn"] is PrioritizedDQN
+    assert ALGOS["dqn"] is DQN  # the zoo's own algorithms are untouched
+    for entry in ZOO_ALGORITHMS:
+        assert entry.name in HYPERPARAMS_SAMPLER
+        assert HYPERPARAMS_CONVERTER[entry.name] is HYPERPARAMS_CONVERTER[entry.parent]
+        assert entry.hyperparams_file.is_file()
+    assert zoo_algorithm("dqn") is None
+
+
+def test_registration_refuses_a_name_clash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(ALGOS, "complementary_dqn", DQN)
+    with pytest.raises(ValueError, match="already has an algorithm named 'complementary_dqn'"):
+        register_algorithms()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_KNOBS))
+def test_search_space_is_dqn_plus_our_knobs(name: str) -> None:
+    register_algorithms()
+    ours = _trial(0)
+    params = HYPERPARAMS_SAMPLER[name](ours, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+    parent = _trial(0)
+    dqn_params = sample_dqn_params(parent, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+    assert set(params) == set(dqn_params) | EXPECTED_KNOBS[name]
+    assert set(ours.params) == set(parent.params) | EXPECTED_KNOBS[name]
+    # The parent's part is sampled exactly as rl-zoo3 samples it (same seed, same order).
+    assert {k: v for k, v in params.items() if k != "policy_kwargs"} == {
+        **{k: v for k, v in dqn_params.items() if k != "policy_kwargs"},
+        **{k: params[k] for k in EXPECTED_KNOBS[name]},
+    }
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_KNOBS))
+def test_constructor_defaults_lie_inside_the_search_space(name: str) -> None:
+    register_algorithms()
+    algorithm = ALGOS[name]
+    defaults = {
+        key: p.default
+        for key, p in inspect.signature(algorithm.__init__).parameters.items()
+        if key in EXPECTED_KNOBS[name]
+    }
+    trial = _trial(1)
+    HYPERPARAMS_SAMPLER[name](trial, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+    for knob, default in defaults.items():
+        distribution = trial.distributions[knob]
+        if isinstance(distribution, optuna.distributions.CategoricalDistribution):
+            assert default in distribution.choices, knob
+        else:
+            assert distribution.low <= default <= distribution.high, knob
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sampled_and_stored_trials_build_models(seed: int) -> None:
+    """Every sample is a valid configuration, and a stored trial converts back to the same one (--trial-id)."""
+    register_algorithms()
+    for entry in ZOO_ALGORITHMS:
+        trial = _trial(seed)
+        sampled = HYPERPARAMS_SAMPLER[entry.name](trial, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+        converted = HYPERPARAMS_CONVERTER[entry.name](trial.params)
+        assert {k: converted[k] for k in EXPECTED_KNOBS[entry.name]} == {
+            k: sampled[k] for k in EXPECTED_KNOBS[entry.name]
+        }
+        model = entry.algorithm("MlpPolicy", "CartPole-v1", **{**sampled, **SMALL})
+        for knob in EXPECTED_KNOBS[entry.name]:
+            value = getattr(model, knob)
+            assert value == sampled[knob] or (isinstance(value, float) and math.isclose(value, sampled[knob]))
+
+
+def test_extend_sampler_refuses_to_resample_a_parent_parameter() -> None:
+    def knobs(trial: optuna.Trial) -> dict:
+        return {"learning_rate": trial.suggest_float("lr2", 0.1, 0.2)}
+
+    sampler = extend_sampler(sample_dqn_params, knobs)
+    with pytest.raises(ValueError, match="learning_rate"):
+        sampler(_trial(0), 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+
+
+def test_enjoy_loads_our_models_without_a_replay_buffer(tmp_path) -> None:
+    register_algorithms()
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", **SMALL)
+    model.save(tmp_path / "model.zip")
+    with inference_algorithms():
+        loader = ALGOS["complementary_dqn"]
+        assert loader is not ComplementaryDQN and issubclass(loader, ComplementaryDQN)
+        loaded = loader.load(
+            tmp_path / "model.zip", custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0}
+        )
+    assert ALGOS["complementary_dqn"] is ComplementaryDQN  # restored
+    assert type(loaded) is ComplementaryDQN
+    assert loaded.replay_buffer.buffer_size == INFERENCE_LOAD_KWARGS["buffer_size"]
+    action, _ = loaded.predict(loaded.observation_space.sample(), deterministic=True)
+    assert loaded.action_space.contains(int(action))
+
+
+def test_parent_without_search_space_trains_but_refuses_optimize(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A future algorithm whose rl-zoo3 parent has no sampler (crossq) is still registered for train/enjoy."""
+    from sb3_complementary.zoo import registry
+
+    extra = registry.ZooAlgorithm("complementary_test", ComplementaryDQN, parent="crossq", knobs=lambda trial: {})
+    monkeypatch.setattr(registry, "ZOO_ALGORITHMS", (*registry.ZOO_ALGORITHMS, extra))
+    try:
+        register_algorithms()
+        assert ALGOS["complementary_test"] is ComplementaryDQN
+        assert "complementary_test" not in HYPERPARAMS_CONVERTER
+        with pytest.raises(ValueError, match="no search space for its parent 'crossq'"):
+            HYPERPARAMS_SAMPLER["complementary_test"](_trial(0), 0, 1, {})
+    finally:
+        ALGOS.pop("complementary_test", None)
+        HYPERPARAMS_SAMPLER.pop("complementary_test", None)
