@@ -24,19 +24,49 @@ from sb3_complementary.zoo.hyperparams import (
 from sb3_complementary.zoo.storage import optuna_storage
 
 ZOO_DIR = Path(rl_zoo3.__file__).parent / "hyperparams"
-#: Env each packaged entry is exercised on (the fallback entries need an env without an entry).
-ENTRY_ENV = {"default": "CartPole-v0", "atari": "PongNoFrameskip-v4"}
+#: rl-zoo3 parents with discrete actions; the others are continuous-action algorithms.
+DISCRETE_PARENTS = frozenset({"dqn", "qrdqn"})
+#: Env each fallback entry is exercised on (an env without an entry of its own), by action space.
+ENTRY_ENV = {
+    True: {"default": "CartPole-v0", "atari": "PongNoFrameskip-v4"},
+    False: {"default": "BipedalWalkerHardcore-v3"},
+}
+#: The one entry per algorithm that learns a few steps (the DQN family learns every entry, as before).
+LEARN_ENTRY = {"qrdqn": "CartPole-v1"}
+LEARN_ENTRY_CONTINUOUS = "Pendulum-v1"
 HAS_ALE = importlib.util.find_spec("ale_py") is not None
+HAS_BOX2D = importlib.util.find_spec("Box2D") is not None
+HAS_MUJOCO = importlib.util.find_spec("mujoco") is not None
+BOX2D_ENVS = frozenset({"LunarLander-v3", "LunarLanderContinuous-v3", "BipedalWalker-v3", "BipedalWalkerHardcore-v3"})
 
 
-def _own_knobs(algorithm: type) -> set[str]:
-    """Constructor parameters the algorithm adds to DQN's."""
-    return set(constructor_parameters(algorithm)) - set(constructor_parameters(ALGOS["dqn"]))
+def _parent(name: str) -> str:
+    return next(e for e in ZOO_ALGORITHMS if e.name == name).parent
+
+
+def _own_knobs(algorithm: type, parent: str = "dqn") -> set[str]:
+    """Constructor parameters the algorithm adds to its rl-zoo3 parent's."""
+    return set(constructor_parameters(algorithm)) - set(constructor_parameters(ALGOS[parent]))
 
 
 def _table(name: str) -> dict[str, Any]:
     register_algorithms()
     return load_hyperparams_file(str(next(e for e in ZOO_ALGORITHMS if e.name == name).hyperparams_file))
+
+
+def _entry_env(name: str, key: str) -> str:
+    return ENTRY_ENV[_parent(name) in DISCRETE_PARENTS].get(key, key)
+
+
+def _missing_engine(env_id: str, key: str) -> str | None:
+    """Why the env cannot be built here, or None."""
+    if key == "atari" and not HAS_ALE:
+        return "ale-py is not installed: no Atari env to build the 'atari' entry on"
+    if env_id in BOX2D_ENVS and not HAS_BOX2D:
+        return f"Box2D is not installed: cannot build {env_id}"
+    if env_id.endswith("-v4") and not HAS_MUJOCO:
+        return f"mujoco is not installed: cannot build {env_id}"
+    return None
 
 
 def manager(tmp_path: Path, algo: str, env_id: str, **kwargs: Any) -> ZooExperimentManager:
@@ -61,12 +91,17 @@ ENTRIES = [(entry.name, key) for entry in ZOO_ALGORITHMS for key in _table(entry
 
 
 @pytest.mark.parametrize("name", [entry.name for entry in ZOO_ALGORITHMS])
-def test_packaged_entries_are_rl_zoo3_dqn_entries_plus_our_knobs(name: str) -> None:
+def test_packaged_entries_are_rl_zoo3_parent_entries_plus_our_knobs(name: str) -> None:
     table = _table(name)
-    with open(ZOO_DIR / "dqn.yml") as file:
+    parent = _parent(name)
+    with open(ZOO_DIR / f"{parent}.yml") as file:
         zoo = yaml.safe_load(file)
-    assert set(table) == set(zoo)  # CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3, atari, default
-    knobs = _own_knobs(ALGOS[name])
+    if parent == "dqn":
+        assert set(table) == set(zoo)  # CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3, atari, default
+    assert "default" in table and set(table) <= set(zoo)
+    expected = {"CartPole-v1", "atari"} if parent in DISCRETE_PARENTS else {"Pendulum-v1", "BipedalWalker-v3"}
+    assert expected <= set(table)
+    knobs = _own_knobs(ALGOS[name], parent)
     for key, entry in table.items():
         assert {k: v for k, v in entry.items() if k not in knobs} == zoo[key], f"{name}.yml [{key}] drifted from zoo"
         missing = knobs - set(entry)
@@ -78,35 +113,58 @@ def test_packaged_knobs_equal_the_constructor_defaults(name: str) -> None:
     """The YAML spells the knobs out; they must not drift from the constructor's defaults."""
     register_algorithms()
     algorithm = ALGOS[name]
-    small = {"buffer_size": 100, "device": "cpu"}
-    baseline = algorithm("MlpPolicy", "CartPole-v1", **small)
+    parent = _parent(name)
+    env_id = "CartPole-v1" if parent in DISCRETE_PARENTS else "Pendulum-v1"
+    small = {"buffer_size": 100, "device": "cpu", "policy_kwargs": {"net_arch": [8]}}
+    baseline = algorithm("MlpPolicy", env_id, **small)
+    checked: list[dict[str, Any]] = []
     for key, entry in _table(name).items():
-        knobs = {k: v for k, v in entry.items() if k in _own_knobs(algorithm)}
-        model = algorithm("MlpPolicy", "CartPole-v1", **small, **knobs)
+        knobs = {k: v for k, v in entry.items() if k in _own_knobs(algorithm, parent)}
+        if knobs in checked:
+            continue  # the same merged knobs: one model per distinct set keeps the test fast
+        checked.append(knobs)
+        model = algorithm("MlpPolicy", env_id, **small, **knobs)
         for knob in knobs:
             assert getattr(model, knob) == getattr(baseline, knob), f"{name}.yml [{key}] {knob}"
 
 
 @pytest.mark.parametrize(("name", "key"), ENTRIES, ids=[f"{n}-{k}" for n, k in ENTRIES])
 def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: str) -> None:
-    env_id = ENTRY_ENV.get(key, key)
-    if key == "atari" and not HAS_ALE:
-        pytest.skip("ale-py is not installed: no Atari env to build the 'atari' entry on")
-    overrides: dict[str, Any] = {"learning_starts": 50}
-    if key == "atari":
-        overrides["buffer_size"] = 500  # the entry's 100k frames would need gigabytes
-    if name == "complementary_dqn":
-        overrides.update(extractor_train_freq=100, refresh_interval=100)
-    experiment = manager(tmp_path, name, env_id, n_timesteps=300, hyperparams=overrides)
+    """Every entry builds its model; the DQN family learns on every entry, the others on one entry each."""
+    env_id = _entry_env(name, key)
+    missing = _missing_engine(env_id, key)
+    if missing:
+        pytest.skip(missing)
+    parent = _parent(name)
+    complementary = name.startswith("complementary_")
+    if parent == "dqn":
+        learn, n_timesteps = True, 300
+        overrides: dict[str, Any] = {"learning_starts": 50}
+        if key == "atari":
+            overrides["buffer_size"] = 500  # the entry's 100k frames would need gigabytes
+        if complementary:
+            overrides.update(extractor_train_freq=100, refresh_interval=100)
+    else:
+        learn = key == LEARN_ENTRY.get(parent, LEARN_ENTRY_CONTINUOUS)
+        n_timesteps = 50
+        # Tuned buffers of 1M transitions and batches of 256 are not needed to check the wiring.
+        overrides = {"learning_starts": 10, "buffer_size": 500, "batch_size": 32}
+        if complementary:
+            overrides.update(
+                extractor_train_freq=20, refresh_interval=20, extractor_gradient_steps=2, extractor_batch_size=16
+            )
+    experiment = manager(tmp_path, name, env_id, n_timesteps=n_timesteps, hyperparams=overrides)
     model, saved = experiment.setup_experiment()
     assert type(model) is ALGOS[name]
     entry = _table(name)[key]
     assert saved["alpha"] == entry["alpha"] == model.alpha
     assert saved["policy"] == entry["policy"]
+    if not learn:
+        return
     experiment.learn(model)
-    assert model.num_timesteps >= 300
+    assert model.num_timesteps >= n_timesteps
     assert model._n_updates > 0
-    if name == "complementary_dqn":
+    if complementary:
         assert len(model.label_store) > 0  # the contribution signal labelled trained batches
 
 

@@ -10,25 +10,48 @@ from rl_zoo3.hyperparams_opt import HYPERPARAMS_CONVERTER, HYPERPARAMS_SAMPLER, 
 from rl_zoo3.utils import ALGOS
 from stable_baselines3 import DQN
 
-from sb3_complementary import ComplementaryDQN, PrioritizedDQN
+from sb3_complementary import (
+    ComplementaryCrossQ,
+    ComplementaryDDPG,
+    ComplementaryDQN,
+    ComplementaryQRDQN,
+    ComplementarySAC,
+    ComplementaryTD3,
+    ComplementaryTQC,
+    PrioritizedDQN,
+    PrioritizedQRDQN,
+    PrioritizedSAC,
+    PrioritizedTD3,
+)
 from sb3_complementary.zoo import ZOO_ALGORITHMS, register_algorithms
 from sb3_complementary.zoo.inference import INFERENCE_LOAD_KWARGS, inference_algorithms
 from sb3_complementary.zoo.registry import zoo_algorithm
 from sb3_complementary.zoo.search_space import extend_sampler
 
-#: Our knobs each algorithm must add to DQN's search space.
-EXPECTED_KNOBS = {
-    "complementary_dqn": {
-        "alpha",
-        "uniform_fraction",
-        "extractor_lr_ratio",
-        "refresh_interval",
-        "coupling_coef",
-        "contribution",
-    },
-    "prioritized_dqn": {"alpha", "uniform_fraction"},
+#: Our knobs each algorithm must add to its parent's search space.
+COMPLEMENTARY_KNOBS = {
+    "alpha",
+    "uniform_fraction",
+    "extractor_lr_ratio",
+    "refresh_interval",
+    "coupling_coef",
+    "contribution",
 }
+REPLAY_KNOBS = {"alpha", "uniform_fraction"}
+EXPECTED_KNOBS = {
+    entry.name: COMPLEMENTARY_KNOBS if entry.name.startswith("complementary_") else REPLAY_KNOBS
+    for entry in ZOO_ALGORITHMS
+}
+#: Algorithms whose parent has an rl-zoo3 search space (all but crossq).
+TUNABLE = sorted(entry.name for entry in ZOO_ALGORITHMS if entry.parent in HYPERPARAMS_CONVERTER)
+#: Sampled values that are objects without value equality (action noise, activation classes in policy_kwargs).
+UNCOMPARABLE = {"policy_kwargs", "action_noise"}
+ARGS = {"using_her_replay_buffer": False, "her_kwargs": {}}
 SMALL = {"buffer_size": 500, "learning_starts": 20, "batch_size": 16, "train_freq": 4, "device": "cpu"}
+
+
+def _parent(name: str) -> str:
+    return next(entry.parent for entry in ZOO_ALGORITHMS if entry.name == name)
 
 
 def _trial(seed: int) -> optuna.Trial:
@@ -39,14 +62,27 @@ def _trial(seed: int) -> optuna.Trial:
 def test_registration_fills_every_rl_zoo3_table() -> None:
     register_algorithms()
     register_algorithms()  # idempotent
-    assert [entry.name for entry in ZOO_ALGORITHMS] == ["complementary_dqn", "prioritized_dqn"]
+    assert {entry.name: (entry.algorithm, entry.parent) for entry in ZOO_ALGORITHMS} == {
+        "complementary_dqn": (ComplementaryDQN, "dqn"),
+        "prioritized_dqn": (PrioritizedDQN, "dqn"),
+        "complementary_qrdqn": (ComplementaryQRDQN, "qrdqn"),
+        "prioritized_qrdqn": (PrioritizedQRDQN, "qrdqn"),
+        "complementary_sac": (ComplementarySAC, "sac"),
+        "prioritized_sac": (PrioritizedSAC, "sac"),
+        "complementary_td3": (ComplementaryTD3, "td3"),
+        "prioritized_td3": (PrioritizedTD3, "td3"),
+        "complementary_ddpg": (ComplementaryDDPG, "ddpg"),
+        "complementary_tqc": (ComplementaryTQC, "tqc"),
+        "complementary_crossq": (ComplementaryCrossQ, "crossq"),
+    }
     assert rl_zoo3.ALGOS is ALGOS  # train/enjoy/record_video/exp_manager all read this one dict
-    assert ALGOS["complementary_dqn"] is ComplementaryDQN
-    assert ALGOS["prioritized_dqn"] is PrioritizedDQN
     assert ALGOS["dqn"] is DQN  # the zoo's own algorithms are untouched
     for entry in ZOO_ALGORITHMS:
+        assert ALGOS[entry.name] is entry.algorithm
+        assert issubclass(entry.algorithm, ALGOS[entry.parent])
         assert entry.name in HYPERPARAMS_SAMPLER
-        assert HYPERPARAMS_CONVERTER[entry.name] is HYPERPARAMS_CONVERTER[entry.parent]
+        if entry.name in TUNABLE:
+            assert HYPERPARAMS_CONVERTER[entry.name] is HYPERPARAMS_CONVERTER[entry.parent]
         assert entry.hyperparams_file.is_file()
     assert zoo_algorithm("dqn") is None
 
@@ -57,23 +93,24 @@ def test_registration_refuses_a_name_clash(monkeypatch: pytest.MonkeyPatch) -> N
         register_algorithms()
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_KNOBS))
-def test_search_space_is_dqn_plus_our_knobs(name: str) -> None:
+@pytest.mark.parametrize("name", TUNABLE)
+def test_search_space_is_the_parents_plus_our_knobs(name: str) -> None:
     register_algorithms()
+    parent_sampler = HYPERPARAMS_SAMPLER[_parent(name)]
     ours = _trial(0)
-    params = HYPERPARAMS_SAMPLER[name](ours, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+    params = HYPERPARAMS_SAMPLER[name](ours, 1, 1, dict(ARGS))
     parent = _trial(0)
-    dqn_params = sample_dqn_params(parent, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
-    assert set(params) == set(dqn_params) | EXPECTED_KNOBS[name]
+    parent_params = parent_sampler(parent, 1, 1, dict(ARGS))
+    assert set(params) == set(parent_params) | EXPECTED_KNOBS[name]
     assert set(ours.params) == set(parent.params) | EXPECTED_KNOBS[name]
     # The parent's part is sampled exactly as rl-zoo3 samples it (same seed, same order).
-    assert {k: v for k, v in params.items() if k != "policy_kwargs"} == {
-        **{k: v for k, v in dqn_params.items() if k != "policy_kwargs"},
+    assert {k: v for k, v in params.items() if k not in UNCOMPARABLE} == {
+        **{k: v for k, v in parent_params.items() if k not in UNCOMPARABLE},
         **{k: params[k] for k in EXPECTED_KNOBS[name]},
     }
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_KNOBS))
+@pytest.mark.parametrize("name", TUNABLE)
 def test_constructor_defaults_lie_inside_the_search_space(name: str) -> None:
     register_algorithms()
     algorithm = ALGOS[name]
@@ -82,8 +119,9 @@ def test_constructor_defaults_lie_inside_the_search_space(name: str) -> None:
         for key, p in inspect.signature(algorithm.__init__).parameters.items()
         if key in EXPECTED_KNOBS[name]
     }
+    assert set(defaults) == EXPECTED_KNOBS[name]
     trial = _trial(1)
-    HYPERPARAMS_SAMPLER[name](trial, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+    HYPERPARAMS_SAMPLER[name](trial, 1, 1, dict(ARGS))
     for knob, default in defaults.items():
         distribution = trial.distributions[knob]
         if isinstance(distribution, optuna.distributions.CategoricalDistribution):
@@ -97,13 +135,16 @@ def test_sampled_and_stored_trials_build_models(seed: int) -> None:
     """Every sample is a valid configuration, and a stored trial converts back to the same one (--trial-id)."""
     register_algorithms()
     for entry in ZOO_ALGORITHMS:
+        if entry.name not in TUNABLE or (entry.parent != "dqn" and seed > 0):
+            continue  # the DQN family on four seeds; each other algorithm on one, to keep the test fast
         trial = _trial(seed)
-        sampled = HYPERPARAMS_SAMPLER[entry.name](trial, 0, 1, {"using_her_replay_buffer": False, "her_kwargs": {}})
+        sampled = HYPERPARAMS_SAMPLER[entry.name](trial, 1, 1, dict(ARGS))
         converted = HYPERPARAMS_CONVERTER[entry.name](trial.params)
         assert {k: converted[k] for k in EXPECTED_KNOBS[entry.name]} == {
             k: sampled[k] for k in EXPECTED_KNOBS[entry.name]
         }
-        model = entry.algorithm("MlpPolicy", "CartPole-v1", **{**sampled, **SMALL})
+        env_id = "CartPole-v1" if entry.parent in ("dqn", "qrdqn") else "Pendulum-v1"
+        model = entry.algorithm("MlpPolicy", env_id, **{**sampled, **SMALL})
         for knob in EXPECTED_KNOBS[entry.name]:
             value = getattr(model, knob)
             assert value == sampled[knob] or (isinstance(value, float) and math.isclose(value, sampled[knob]))
@@ -136,8 +177,14 @@ def test_enjoy_loads_our_models_without_a_replay_buffer(tmp_path) -> None:
 
 
 def test_parent_without_search_space_trains_but_refuses_optimize(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A future algorithm whose rl-zoo3 parent has no sampler (crossq) is still registered for train/enjoy."""
+    """An algorithm whose rl-zoo3 parent has no sampler (crossq) is still registered for train/enjoy."""
     from sb3_complementary.zoo import registry
+
+    register_algorithms()
+    assert ALGOS["complementary_crossq"] is ComplementaryCrossQ
+    assert "complementary_crossq" not in HYPERPARAMS_CONVERTER
+    with pytest.raises(ValueError, match=r"-optimize is not available for complementary_crossq.*'crossq'"):
+        HYPERPARAMS_SAMPLER["complementary_crossq"](_trial(0), 1, 1, {})
 
     extra = registry.ZooAlgorithm("complementary_test", ComplementaryDQN, parent="crossq", knobs=lambda trial: {})
     monkeypatch.setattr(registry, "ZOO_ALGORITHMS", (*registry.ZOO_ALGORITHMS, extra))

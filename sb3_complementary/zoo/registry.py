@@ -18,7 +18,13 @@ from typing import cast
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from sb3_complementary.crossq import ComplementaryCrossQ
+from sb3_complementary.ddpg import ComplementaryDDPG
 from sb3_complementary.dqn import ComplementaryDQN, PrioritizedDQN
+from sb3_complementary.qrdqn import ComplementaryQRDQN, PrioritizedQRDQN
+from sb3_complementary.sac import ComplementarySAC, PrioritizedSAC
+from sb3_complementary.td3 import ComplementaryTD3, PrioritizedTD3
+from sb3_complementary.tqc import ComplementaryTQC
 from sb3_complementary.zoo.search_space import (
     KnobSampler,
     ZooSampler,
@@ -58,6 +64,16 @@ class ZooAlgorithm:
 ZOO_ALGORITHMS: tuple[ZooAlgorithm, ...] = (
     ZooAlgorithm("complementary_dqn", ComplementaryDQN, parent="dqn", knobs=sample_complementary_knobs),
     ZooAlgorithm("prioritized_dqn", PrioritizedDQN, parent="dqn", knobs=sample_replay_knobs),
+    ZooAlgorithm("complementary_qrdqn", ComplementaryQRDQN, parent="qrdqn", knobs=sample_complementary_knobs),
+    ZooAlgorithm("prioritized_qrdqn", PrioritizedQRDQN, parent="qrdqn", knobs=sample_replay_knobs),
+    ZooAlgorithm("complementary_sac", ComplementarySAC, parent="sac", knobs=sample_complementary_knobs),
+    ZooAlgorithm("prioritized_sac", PrioritizedSAC, parent="sac", knobs=sample_replay_knobs),
+    ZooAlgorithm("complementary_td3", ComplementaryTD3, parent="td3", knobs=sample_complementary_knobs),
+    ZooAlgorithm("prioritized_td3", PrioritizedTD3, parent="td3", knobs=sample_replay_knobs),
+    ZooAlgorithm("complementary_ddpg", ComplementaryDDPG, parent="ddpg", knobs=sample_complementary_knobs),
+    ZooAlgorithm("complementary_tqc", ComplementaryTQC, parent="tqc", knobs=sample_complementary_knobs),
+    # rl-zoo3 has no search space for crossq: train/enjoy work, -optimize refuses with the reason.
+    ZooAlgorithm("complementary_crossq", ComplementaryCrossQ, parent="crossq", knobs=sample_complementary_knobs),
 )
 
 
@@ -94,7 +110,7 @@ def register_algorithms() -> None:
         if entry.parent in HYPERPARAMS_SAMPLER and entry.parent in HYPERPARAMS_CONVERTER:
             HYPERPARAMS_SAMPLER[entry.name] = extend_sampler(HYPERPARAMS_SAMPLER[entry.parent], entry.knobs)
             HYPERPARAMS_CONVERTER[entry.name] = HYPERPARAMS_CONVERTER[entry.parent]
-        else:  # rl-zoo3 has no search space for the parent (e.g. crossq): train/enjoy work, -optimize says why not
+        else:  # rl-zoo3 has no search space for the parent (crossq): train/enjoy work, -optimize says why not
             HYPERPARAMS_SAMPLER[entry.name] = _no_search_space(entry)
 
 
