@@ -84,6 +84,9 @@ class SuiteEntry:
     :param reference: R_ref of the normalised score, with its source.
     :param env_kwargs: Keyword arguments of the environment constructor.
     :param wrappers: ``"module:Wrapper"`` paths applied in order, innermost first.
+    :param eval_env_kwargs: Keyword arguments that the evaluation env (and the random-policy
+        measurement) takes instead of ``env_kwargs`` (merged over them), or None: the same env. A
+        multi-task entry trains on one task schedule and evaluates every task in turn.
     """
 
     name: str
@@ -93,16 +96,23 @@ class SuiteEntry:
     reference: ReferenceScore
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     wrappers: tuple[str, ...] = ()
+    eval_env_kwargs: dict[str, Any] | None = None
 
     def env_dict(self) -> dict[str, Any]:
         """:return: JSON-safe description of the environment (what :func:`~.envs.make_env` needs)."""
         return {"env_id": self.env_id, "env_kwargs": self.env_kwargs, "wrappers": list(self.wrappers)}
 
+    def eval_env_dict(self) -> dict[str, Any]:
+        """:return: Same as :meth:`env_dict`, for the evaluation env (``eval_env_kwargs`` merged in)."""
+        return {**self.env_dict(), "env_kwargs": {**self.env_kwargs, **(self.eval_env_kwargs or {})}}
+
     def to_dict(self) -> dict[str, Any]:
         """:return: JSON-safe representation (stored in every run file)."""
+        extra = {} if self.eval_env_kwargs is None else {"eval_env_kwargs": self.eval_env_kwargs}
         return {
             "name": self.name,
             **self.env_dict(),
+            **extra,
             "budget": self.budget,
             "r_ref": self.reference.score,
             "r_ref_source": self.reference.source,
@@ -354,7 +364,18 @@ def _parse_contenders(raw: Any) -> tuple[Contender, ...]:
     return tuple(contenders)
 
 
-_SUITE_KEYS = {"name", "env", "budget", "env_kwargs", "wrappers", "hyperparams", "zoo_id", "r_ref", "r_ref_source"}
+_SUITE_KEYS = {
+    "name",
+    "env",
+    "budget",
+    "env_kwargs",
+    "eval_env_kwargs",
+    "wrappers",
+    "hyperparams",
+    "zoo_id",
+    "r_ref",
+    "r_ref_source",
+}
 
 
 def _parse_entry(raw: Any, index: int) -> SuiteEntry:
@@ -419,6 +440,9 @@ def _parse_entry(raw: Any, index: int) -> SuiteEntry:
         reference=reference,
         env_kwargs=_mapping(spec.get("env_kwargs"), f"{where} env_kwargs"),
         wrappers=tuple(wrappers),
+        eval_env_kwargs=(
+            _mapping(spec["eval_env_kwargs"], f"{where} eval_env_kwargs") if "eval_env_kwargs" in spec else None
+        ),
     )
 
 

@@ -185,6 +185,12 @@ def _short(value: Any) -> str:
     return str(value)
 
 
+def _evaluated_env(env: dict[str, Any]) -> dict[str, Any]:
+    """The env a run was evaluated on (its R_random env): recorded ``eval_env_kwargs`` merged over ``env_kwargs``."""
+    kwargs = {**env["env_kwargs"], **(env.get("eval_env_kwargs") or {})}
+    return {"env_id": env["env_id"], "env_kwargs": kwargs, "wrappers": env["wrappers"]}
+
+
 def collect(runs_dir: str | Path) -> ReportData:
     """
     Read and check the run files of a folder.
@@ -204,7 +210,7 @@ def collect(runs_dir: str | Path) -> ReportData:
     r_random_cache = load_random_scores(runs_dir)
     missing = [env for env in envs if env not in r_random_cache]
     if missing:  # the runner caches these; measure here only for run folders made without it
-        described = {r.env: {k: r.data["env"][k] for k in ("env_id", "env_kwargs", "wrappers")} for r in records}
+        described = {r.env: _evaluated_env(r.data["env"]) for r in records}
         r_random_cache = ensure_random_scores(runs_dir, [(env, described[env]) for env in missing], 100, 0)
     r_random = {env: r_random_cache[env].mean for env in envs}
     r_ref = {}

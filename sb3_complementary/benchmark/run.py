@@ -129,7 +129,8 @@ def _train(spec: RunSpec, record: dict[str, Any], curve: dict[str, list[Any]]) -
 
     eval_points = spec.evaluation.timesteps(entry.budget)
     eval_seed = spec.seed + spec.evaluation.seed_offset
-    eval_env = DummyVecEnv([lambda: Monitor(make_env(entry.env_id, entry.env_kwargs, entry.wrappers))])
+    eval_kwargs = entry.eval_env_dict()["env_kwargs"]  # env_kwargs unless the entry evaluates on another env
+    eval_env = DummyVecEnv([lambda: Monitor(make_env(entry.env_id, eval_kwargs, entry.wrappers))])
 
     def evaluate(timestep: int) -> float:
         start = time.perf_counter()

@@ -380,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"measuring / loading R_random for {sorted(entries)} ...", flush=True)
     ensure_random_scores(
         args.out,
-        [(name, entry.env_dict()) for name, entry in entries.items()],
+        [(name, entry.eval_env_dict()) for name, entry in entries.items()],  # R_random on what is evaluated
         episodes=matrix.random_policy.episodes,
         seed=matrix.random_policy.seed,
     )

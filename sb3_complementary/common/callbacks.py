@@ -7,6 +7,8 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from torch.nn import functional as F
 
+from sb3_complementary.common.tasks import task_shares
+
 if TYPE_CHECKING:
     from sb3_complementary.common.complementary_mixin import ComplementaryMixin
 
@@ -23,7 +25,8 @@ class ExtractorTrainingCallback(BaseCallback):
       sample of the buffer, which bounds how far the co-evolution can pull the replay away
       from uniform (DESIGN §6);
     - every ``refresh_interval`` env steps it re-scores the whole buffer with batched forward
-      passes and rebuilds the sum tree.
+      passes and rebuilds the sum tree (and, with several task ids in the buffer, logs each
+      task's share of the replay draws beside its share of the data).
 
     ``ComplementaryDQN.learn()`` adds one automatically unless the user passes their own. Used
     directly, its arguments override the model's knobs of the same name.
@@ -137,3 +140,20 @@ class ExtractorTrainingCallback(BaseCallback):
             if np.any(quartile == q):
                 # q1 = youngest quarter of the buffer, q4 = oldest.
                 self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
+        self._log_task_shares(buffer.features.task_id[rows, envs], probabilities)
+
+    def _log_task_shares(self, task_ids: np.ndarray, probabilities: np.ndarray) -> None:
+        """
+        Multi-task runs only (more than one task id stored): per task, the share of replay draws
+        (``complementary/task_{k}_sample_share``) beside its share of the stored data
+        (``complementary/task_{k}_data_share``), to show whether one task monopolises the replay.
+
+        :param task_ids: ``(n,)`` task id of each stored transition.
+        :param probabilities: ``(n,)`` normalised sampling probability of each.
+        """
+        if task_ids.size == 0 or task_ids.min() == task_ids.max():
+            return  # single-task run: nothing to compare (and no sort of the whole buffer)
+        shares = task_shares(task_ids, probabilities)
+        for task, (sample_share, data_share) in shares.items():
+            self.logger.record(f"complementary/task_{task}_sample_share", sample_share)
+            self.logger.record(f"complementary/task_{task}_data_share", data_share)

@@ -13,6 +13,7 @@ from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, m
 from sb3_complementary.common.extractor import ExperienceExtractor
 from sb3_complementary.common.label_store import LabelStore
 from sb3_complementary.common.side_effects import preserved_rng
+from sb3_complementary.common.tasks import TASK_FEATURE_COLUMN
 from sb3_complementary.common.validation import check_choice, check_range
 from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 
@@ -55,6 +56,11 @@ class ComplementaryMixin(WeightedReplayMixin):
     :param label_capacity: Number of contribution labels kept (older ones age out).
     :param label_interval: Label the trained batch on one gradient step in this many (labels are
         subsampled in time; consecutive batches say nearly the same thing and labelling is most of the cost).
+    :param task_balanced_labels: Multi-task runs: fit the extractor on each label's rank among the
+        stored labels of the same task (``info["task_id"]``), the analogue of the paper's group-wise
+        normalisation, so that one easy task cannot monopolise the replay. It changes the fitting
+        targets only, not which transitions are labelled; with a single task the labels become
+        their ranks (same order).
     """
 
     extractor: ExperienceExtractor
@@ -83,6 +89,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         probe_size: int = 64,
         label_capacity: int = 20_000,
         label_interval: int = 4,
+        task_balanced_labels: bool = False,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -104,6 +111,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         check_range("probe_size", probe_size, low=1)
         check_range("label_capacity", label_capacity, low=1)
         check_range("label_interval", label_interval, low=1)
+        if not isinstance(task_balanced_labels, (bool, np.bool_)):
+            raise ValueError(f"task_balanced_labels must be a bool (True or False), got {task_balanced_labels!r}")
         self.contribution = contribution
         self.extractor_net_arch = net_arch
         self.extractor_lr_ratio = extractor_lr_ratio
@@ -115,6 +124,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.probe_size = probe_size
         self.label_capacity = label_capacity
         self.label_interval = label_interval
+        self.task_balanced_labels = bool(task_balanced_labels)
         self._n_feedback = 0
         if _init_setup_model:
             self._setup_model()
@@ -131,7 +141,9 @@ class ComplementaryMixin(WeightedReplayMixin):
                 learning_rate=self.extractor_lr_ratio * self.lr_schedule(1.0),
                 device=self.device,
             )
-        self.label_store = LabelStore(self.label_capacity, n_features)
+        # Multi-task runs: fit on labels ranked within each task, so one easy task cannot monopolise the replay.
+        task_column = TASK_FEATURE_COLUMN if self.task_balanced_labels else None
+        self.label_store = LabelStore(self.label_capacity, n_features, task_column=task_column)
         self.contribution_signal = make_signal(self.contribution, self.label_store)
         self.needs_influence = self.contribution_signal.needs_influence
 

@@ -6,6 +6,7 @@ with this package's algorithms registered.
     sb3-complementary enjoy --algo complementary_dqn --env CartPole-v1 --no-render
     sb3-complementary record-video --algo complementary_dqn --env CartPole-v1 -n 500
     sb3-complementary train --algo complementary_dqn --env CartPole-v1 -optimize --n-trials 20 --storage tune.db
+    sb3-complementary evaluate-multitask --model logs/model.zip --algo complementary_dqn --family cartpole
 
 Each command is rl-zoo3's own script, run with its own argument parser, so every rl-zoo3 flag
 works as documented there (``sb3-complementary train -h`` lists them). What this entry point adds:
@@ -21,6 +22,9 @@ works as documented there (``sb3-complementary train -h`` lists them). What this
   loaded without a replay buffer (:mod:`~sb3_complementary.zoo.inference`).
 
 rl-zoo3's own algorithms (``dqn``, ``ppo``, ...) keep rl-zoo3's files and defaults.
+
+``evaluate-multitask`` is this package's own command (no rl-zoo3 involved): a saved model's per-task
+scores on a family of task variants (:mod:`sb3_complementary.multitask.evaluate`).
 """
 
 import contextlib
@@ -39,6 +43,7 @@ DEFAULT_ALGO = "complementary_dqn"
 DEFAULT_LOG_FOLDER = "logs"
 
 USAGE = f"""usage: {PROG} {{train,enjoy,record-video}} [rl-zoo3 options]
+       {PROG} evaluate-multitask --model MODEL.zip [--algo ALGO] [--family FAMILY] [options]
 
 rl-zoo3's train / enjoy / record_video with the algorithms of sb3-complementary registered:
   {", ".join(entry.name for entry in ZOO_ALGORITHMS)} (and all of rl-zoo3's own).
@@ -47,6 +52,7 @@ rl-zoo3's train / enjoy / record_video with the algorithms of sb3-complementary 
   {PROG} enjoy --algo complementary_dqn --env CartPole-v1 [-f logs] [--no-render]
   {PROG} record-video --algo complementary_dqn --env CartPole-v1 [-f logs] [-n STEPS]
   {PROG} train --algo complementary_dqn --env CartPole-v1 -optimize --n-trials 20 [--storage tune.db]
+  {PROG} evaluate-multitask --model logs/model.zip --algo complementary_dqn --family cartpole [-n 10]
 
 '{PROG} COMMAND -h' lists every option of that command (they are rl-zoo3's).
 --algo defaults to {DEFAULT_ALGO}; for our algorithms --conf-file defaults to the packaged
@@ -84,6 +90,16 @@ def _record_video() -> None:
 COMMANDS: dict[str, Callable[[], None]] = {"train": _train, "enjoy": _enjoy, "record-video": _record_video}
 
 
+def _evaluate_multitask(options: Sequence[str]) -> int:
+    from sb3_complementary.multitask.evaluate import main as evaluate_main
+
+    return evaluate_main(options, prog=f"{PROG} evaluate-multitask")
+
+
+#: This package's own commands: they take the options directly and return an exit status.
+OWN_COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"evaluate-multitask": _evaluate_multitask}
+
+
 def valid_algorithms_message(algo: str) -> str:
     """
     :param algo: The unknown ``--algo`` value.
@@ -107,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Run one command.
 
     :param argv: The arguments after the program name (``sys.argv[1:]`` when None): a command
-        (``train``, ``enjoy``, ``record-video``) followed by rl-zoo3's options for it.
+        (``train``, ``enjoy``, ``record-video``) followed by rl-zoo3's options for it, or
+        ``evaluate-multitask`` followed by its own options.
     :return: The exit status: 0 on success, 2 for bad input (unknown command or algorithm,
         unusable hyperparameter file). rl-zoo3's own argument errors exit through ``SystemExit``.
     """
@@ -116,8 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE, end="")
         return 0 if args else 2
     command, options = args[0], args[1:]
+    if command in OWN_COMMANDS:
+        return OWN_COMMANDS[command](options)
     if command not in COMMANDS:
-        print(f"{PROG}: unknown command {command!r}; choose from {', '.join(COMMANDS)}", file=sys.stderr)
+        print(
+            f"{PROG}: unknown command {command!r}; choose from {', '.join([*COMMANDS, *OWN_COMMANDS])}", file=sys.stderr
+        )
         return 2
     try:
         register_algorithms()
