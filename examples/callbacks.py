@@ -15,6 +15,7 @@ transition scores and features.
 """
 
 import argparse
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -25,20 +26,9 @@ from stable_baselines3.common.monitor import Monitor
 
 from sb3_complementary import ComplementaryDQN, ExtractorTrainingCallback
 
-#: rl-zoo3's tuned DQN entry for CartPole-v1 (also in sb3_complementary/zoo/hyperparams/complementary_dqn.yml).
-CARTPOLE = dict(
-    learning_rate=2.3e-3,
-    batch_size=64,
-    buffer_size=100_000,
-    learning_starts=1000,
-    gamma=0.99,
-    target_update_interval=10,
-    train_freq=256,
-    gradient_steps=128,
-    exploration_fraction=0.16,
-    exploration_final_eps=0.04,
-    policy_kwargs=dict(net_arch=[256, 256]),
-)
+# The same rl-zoo3 CartPole-v1 entry as the quickstart (run from examples/ or the repo root).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickstart import ZOO_CARTPOLE as CARTPOLE
 
 
 def main() -> None:
