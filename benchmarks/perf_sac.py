@@ -22,28 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import torch as th
-import yaml
 from stable_baselines3 import SAC
 
 import sb3_complementary
 from sb3_complementary import ComplementarySAC, PrioritizedSAC
-from sb3_complementary.benchmark.hyperparams import Hyperparams, build_hyperparams, constructor_kwargs, zoo_file
+from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 
 ENV_ID = "Pendulum-v1"
 
 
-def zoo_sac_hyperparams(env_id: str = ENV_ID) -> Hyperparams:
-    """rl-zoo3's tuned SAC entry for ``env_id``, parsed like the DQN entries (``n_timesteps`` is stripped)."""
-    path = zoo_file().parent / "sac.yml"
-    with open(path) as file:
-        table = yaml.safe_load(file)
-    if env_id not in table:
-        raise ValueError(f"rl-zoo3 has no tuned SAC hyperparameters for {env_id!r} in {path}")
-    return build_hyperparams(table[env_id], source=f"rl_zoo3 hyperparams/sac.yml [{env_id}]")
-
-
 def bench(steps: int, repeats: int, seed: int, with_per: bool) -> dict[str, Any]:
-    hyperparams = zoo_sac_hyperparams()
+    hyperparams = zoo_hyperparams(ENV_ID, "sac")
     kwargs = constructor_kwargs(hyperparams)
     algos: dict[str, Any] = {"SAC": SAC, "ComplementarySAC": ComplementarySAC}
     if with_per:

@@ -57,6 +57,40 @@ def test_smoke_matrix_loads() -> None:
     assert matrix.seeds == (0,)
 
 
+def test_sac_matrix_reads_zoo_sac_entries() -> None:
+    matrix = load_matrix(default_matrix_path("sac.yml"))
+    assert [c.algo for c in matrix.contenders] == [
+        "stable_baselines3:SAC",
+        "sb3_complementary:PrioritizedSAC",
+        "sb3_complementary:ComplementarySAC",
+    ]
+    entries = {e.name: e for e in matrix.suite}
+    pendulum, lander = entries["Pendulum-v1"], entries["LunarLanderContinuous-v3"]
+    assert pendulum.hyperparams.source.endswith("hyperparams/sac.yml [Pendulum-v1]")
+    assert pendulum.hyperparams.model_kwargs == {"learning_rate": 1e-3}
+    assert pendulum.reference.score == pytest.approx(-156.995)
+    assert lander.hyperparams.model_kwargs["learning_rate"] == "lin_7.3e-4"  # the record stays JSON-safe
+    assert lander.reference.score == pytest.approx(260.390)
+    assert matrix.seeds == tuple(range(5))
+
+
+def test_zoo_linear_schedule_becomes_an_sb3_schedule() -> None:
+    kwargs = constructor_kwargs(zoo_hyperparams("LunarLanderContinuous-v3", "sac"))
+    schedule = kwargs["learning_rate"]
+    assert schedule(1.0) == pytest.approx(7.3e-4)
+    assert schedule(0.25) == pytest.approx(7.3e-4 / 4)
+    assert schedule(0.0) == 0.0
+    with pytest.raises(ValueError, match="cannot parse linear schedule 'lin_fast'"):
+        constructor_kwargs(build_hyperparams({"learning_rate": "lin_fast"}, "test"))
+
+
+def test_zoo_unknown_algorithm_file() -> None:
+    with pytest.raises(ValueError, match="no hyperparameter file for algorithm 'dqm'.*'dqn'"):
+        zoo_hyperparams("CartPole-v1", "dqm")
+    with pytest.raises(ValueError, match="zoo_algo must be"):
+        parse_matrix(minimal(zoo_algo=["sac"]))
+
+
 def test_runs_are_seed_major() -> None:
     doc = minimal(
         contenders={"dqn": {"algo": "dqn"}, "other": {"algo": "stable_baselines3:DQN"}},
@@ -160,6 +194,10 @@ def test_parse_seeds_malformed(spec: Any) -> None:
         ),
         (minimal(suite=[{"env": "CartPole-v1", "budget": -5}]), "suite entry 'CartPole-v1': 'budget'"),
         (minimal(suite=[{"env": "Pendulum-v1", "budget": 100}]), "suite entry 'Pendulum-v1': rl-zoo3 has no tuned"),
+        (
+            minimal(zoo_algo="sac", suite=[{"env": "Acrobot-v1", "budget": 100}]),
+            "suite entry 'Acrobot-v1': rl-zoo3 has no tuned SAC hyperparameters",
+        ),
         (
             minimal(suite=[{"env": "Pendulum-v1", "budget": 100, "hyperparams": {"gamma": 0.9}}]),
             "suite entry 'Pendulum-v1': no rl-zoo3 DQN reference score",

@@ -2,11 +2,13 @@
 Hyperparameters shared by every contender of a suite entry.
 
 The protocol says all contenders run with identical hyperparameters, taken from the rl-zoo3
-tuned DQN entries (``hyperparams/dqn.yml`` of the installed ``rl_zoo3`` package). This module
-reads that file *without importing* ``rl_zoo3`` (importing it registers many optional
-environments and is slow), strips the keys that are not constructor arguments of the model,
-and parses zoo's Python-looking strings such as ``"dict(net_arch=[256, 256])"`` with a tiny
-``ast``-based parser instead of ``eval``.
+tuned entries of the parent algorithm (``hyperparams/dqn.yml`` of the installed ``rl_zoo3``
+package for the DQN study, ``sac.yml`` for the SAC one). This module reads that file *without
+importing* ``rl_zoo3`` (importing it registers many optional environments and is slow), strips
+the keys that are not constructor arguments of the model, and parses zoo's Python-looking
+strings such as ``"dict(net_arch=[256, 256])"`` with a tiny ``ast``-based parser instead of
+``eval``. zoo's linear schedules (``learning_rate: lin_7.3e-4``) stay strings in the record and
+become SB3's :class:`~stable_baselines3.common.utils.LinearSchedule` when the model is built.
 
 A suite entry for which zoo has no tuned entry (the sparse-reward task) states its own
 hyperparameters in the matrix YAML; they go through the same parsing and are applied to
@@ -18,9 +20,9 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -188,23 +190,30 @@ def build_hyperparams(raw: Mapping[str, Any], source: str) -> Hyperparams:
     return Hyperparams(policy=policy, model_kwargs=model_kwargs, stripped=stripped, source=source)
 
 
-def zoo_file() -> Path:
+def zoo_file(algo: str = "dqn") -> Path:
     """
-    :return: Path of ``hyperparams/dqn.yml`` inside the installed ``rl_zoo3`` package.
-    :raises ValueError: if ``rl_zoo3`` is not installed.
+    :param algo: zoo's algorithm name, the file's stem (``"dqn"``, ``"sac"``, ``"qrdqn"``, ...).
+    :return: Path of ``hyperparams/<algo>.yml`` inside the installed ``rl_zoo3`` package.
+    :raises ValueError: if ``rl_zoo3`` is not installed or has no such file.
     """
     spec = importlib.util.find_spec("rl_zoo3")
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError("rl_zoo3 is not installed; it provides the tuned DQN hyperparameters (pip install rl_zoo3)")
-    return Path(next(iter(spec.submodule_search_locations))) / "hyperparams" / "dqn.yml"
+        raise ValueError("rl_zoo3 is not installed; it provides the tuned hyperparameters (pip install rl_zoo3)")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "hyperparams"
+    path = folder / f"{algo}.yml"
+    if not path.is_file():
+        known = sorted(p.stem for p in folder.glob("*.yml"))
+        raise ValueError(f"rl-zoo3 has no hyperparameter file for algorithm {algo!r} (known: {known})")
+    return path
 
 
-@lru_cache(maxsize=1)
-def _zoo_table() -> dict[str, Any]:
-    with open(zoo_file()) as file:
+@cache
+def _zoo_table(algo: str) -> dict[str, Any]:
+    path = zoo_file(algo)
+    with open(path) as file:
         table = yaml.safe_load(file)
     if not isinstance(table, dict):
-        raise ValueError(f"{zoo_file()} is not a mapping")
+        raise ValueError(f"{path} is not a mapping")
     return table
 
 
@@ -216,19 +225,37 @@ def zoo_version() -> str:
         return "unknown"
 
 
-def zoo_hyperparams(zoo_id: str) -> Hyperparams:
+def zoo_hyperparams(zoo_id: str, algo: str = "dqn") -> Hyperparams:
     """
-    Tuned DQN hyperparameters of rl-zoo3 for one environment.
+    Tuned hyperparameters of rl-zoo3 for one environment and algorithm.
 
-    :param zoo_id: Key in ``hyperparams/dqn.yml`` (usually the gymnasium env id).
+    :param zoo_id: Key in ``hyperparams/<algo>.yml`` (usually the gymnasium env id).
+    :param algo: zoo's algorithm name (the file's stem).
     :return: The parsed hyperparameters.
-    :raises ValueError: if zoo has no tuned DQN entry for ``zoo_id``.
+    :raises ValueError: if zoo has no tuned ``algo`` entry for ``zoo_id``.
     """
-    table = _zoo_table()
+    table = _zoo_table(algo)
     if zoo_id not in table or zoo_id in ("default", "atari"):
         known = sorted(k for k in table if k not in ("default", "atari"))
-        raise ValueError(f"rl-zoo3 has no tuned DQN hyperparameters for {zoo_id!r} (known: {known})")
-    return build_hyperparams(table[zoo_id], source=f"rl_zoo3 {zoo_version()} hyperparams/dqn.yml [{zoo_id}]")
+        raise ValueError(f"rl-zoo3 has no tuned {algo.upper()} hyperparameters for {zoo_id!r} (known: {known})")
+    return build_hyperparams(table[zoo_id], source=f"rl_zoo3 {zoo_version()} hyperparams/{algo}.yml [{zoo_id}]")
+
+
+def linear_schedule(text: str) -> Callable[[float], float]:
+    """
+    zoo's ``"lin_<x>"`` hyperparameter: ``x * progress_remaining`` (1 at the start of training, 0 at the end).
+
+    :param text: The string, e.g. ``"lin_7.3e-4"``.
+    :return: A picklable SB3 schedule.
+    :raises ValueError: if ``<x>`` is not a number.
+    """
+    from stable_baselines3.common.utils import LinearSchedule
+
+    try:
+        start = float(text.removeprefix("lin_"))
+    except ValueError as exc:
+        raise ValueError(f"cannot parse linear schedule {text!r}: expected 'lin_<number>'") from exc
+    return LinearSchedule(start=start, end=0.0, end_fraction=1.0)
 
 
 def _resolve_class(dotted: str) -> Any:
@@ -241,8 +268,9 @@ def constructor_kwargs(hyperparams: Hyperparams) -> dict[str, Any]:
     """
     Model constructor kwargs with the JSON-safe placeholders resolved.
 
-    Torch class names inside ``policy_kwargs`` become classes, and ``train_freq`` given as a
-    list (``[1, "episode"]``) becomes the tuple SB3 expects.
+    Torch class names inside ``policy_kwargs`` become classes, ``train_freq`` given as a list
+    (``[1, "episode"]``) becomes the tuple SB3 expects, and zoo's ``"lin_<x>"`` strings become
+    a schedule decaying linearly from ``x`` to 0 over training (zoo's ``linear_schedule``).
 
     :param hyperparams: Parsed hyperparameters.
     :return: A fresh dict, safe to mutate.
@@ -256,5 +284,7 @@ def constructor_kwargs(hyperparams: Hyperparams) -> dict[str, Any]:
             }
         elif key == "train_freq" and isinstance(value, list):
             value = tuple(value)
+        elif isinstance(value, str) and value.startswith("lin_"):
+            value = linear_schedule(value)
         kwargs[key] = value
     return kwargs

@@ -59,7 +59,7 @@ class Contender:
     One algorithm configuration.
 
     :param name: Unique name, used in file names and tables (e.g. ``"complementary-td"``).
-    :param algo: ``"module:Class"`` path of an SB3 ``DQN`` (sub)class; aliases are already resolved.
+    :param algo: ``"module:Class"`` path of an SB3 off-policy algorithm class; aliases are already resolved.
     :param kwargs: Extra constructor kwargs of this contender (never a shared hyperparameter).
     """
 
@@ -80,7 +80,8 @@ class SuiteEntry:
     :param name: Unique name, used in file names and tables (defaults to ``env_id``).
     :param env_id: A registered gymnasium id, or a ``"module:Callable"`` entry point.
     :param budget: Number of environment steps of one run.
-    :param hyperparams: Shared hyperparameters (from rl-zoo3, or stated in the YAML).
+    :param hyperparams: Shared hyperparameters (rl-zoo3's entry for the matrix's ``zoo_algo``,
+        or stated in the YAML).
     :param reference: R_ref of the normalised score, with its source.
     :param env_kwargs: Keyword arguments of the environment constructor.
     :param wrappers: ``"module:Wrapper"`` paths applied in order, innermost first.
@@ -378,7 +379,7 @@ _SUITE_KEYS = {
 }
 
 
-def _parse_entry(raw: Any, index: int) -> SuiteEntry:
+def _parse_entry(raw: Any, index: int, zoo_algo: str) -> SuiteEntry:
     where = f"suite entry #{index}"
     spec = _mapping(raw, where)
     if "env" in spec:
@@ -407,7 +408,7 @@ def _parse_entry(raw: Any, index: int) -> SuiteEntry:
     raw_hp = spec.get("hyperparams", "zoo")
     if raw_hp == "zoo":
         try:
-            hyperparams = zoo_hyperparams(str(spec.get("zoo_id", env_id)))
+            hyperparams = zoo_hyperparams(str(spec.get("zoo_id", env_id)), zoo_algo)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
     elif isinstance(raw_hp, Mapping):
@@ -426,10 +427,11 @@ def _parse_entry(raw: Any, index: int) -> SuiteEntry:
             raise ValueError(f"{where}: 'r_ref' needs an 'r_ref_source' saying where the number comes from")
         reference = ReferenceScore(float(r_ref), source)
     else:
-        found = zoo_reference(str(spec.get("zoo_id", env_id)))
+        found = zoo_reference(str(spec.get("zoo_id", env_id)), zoo_algo)
         if found is None:
             raise ValueError(
-                f"{where}: no rl-zoo3 DQN reference score is known for {env_id!r}; state 'r_ref' and 'r_ref_source'"
+                f"{where}: no rl-zoo3 {zoo_algo.upper()} reference score is known for {env_id!r}; "
+                "state 'r_ref' and 'r_ref_source'"
             )
         reference = found
     return SuiteEntry(
@@ -458,7 +460,11 @@ def parse_matrix(raw: Any, source: str = "<memory>") -> Matrix:
     if not isinstance(raw, Mapping):
         raise ValueError(f"matrix {source}: the top level must be a mapping")
     doc = {str(k): v for k, v in raw.items()}
-    _check_keys(doc, {"version", "seeds", "eval", "random_policy", "device", "contenders", "suite"}, f"matrix {source}")
+    _check_keys(
+        doc,
+        {"version", "seeds", "zoo_algo", "eval", "random_policy", "device", "contenders", "suite"},
+        f"matrix {source}",
+    )
     version = doc.get("version", MATRIX_VERSION)
     if version != MATRIX_VERSION:
         raise ValueError(f"matrix {source}: version {version!r} is not supported (this harness reads {MATRIX_VERSION})")
@@ -487,7 +493,10 @@ def parse_matrix(raw: Any, source: str = "<memory>") -> Matrix:
     raw_suite = doc.get("suite")
     if not isinstance(raw_suite, list) or not raw_suite:
         raise ValueError(f"matrix {source}: 'suite' must be a non-empty list of entries")
-    suite = tuple(_parse_entry(entry, index) for index, entry in enumerate(raw_suite))
+    zoo_algo = doc.get("zoo_algo", "dqn")
+    if not isinstance(zoo_algo, str) or not zoo_algo.isidentifier():
+        raise ValueError(f"matrix {source}: zoo_algo must be an rl-zoo3 algorithm name such as 'dqn' or 'sac'")
+    suite = tuple(_parse_entry(entry, index, zoo_algo) for index, entry in enumerate(raw_suite))
 
     for kind, names in (("contender", [c.name for c in contenders]), ("suite entry", [e.name for e in suite])):
         duplicates = sorted({n for n in names if names.count(n) > 1})

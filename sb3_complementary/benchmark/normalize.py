@@ -3,7 +3,8 @@ Normalised score, per environment::
 
     (R - R_random) / (R_ref - R_random)
 
-R_ref is the rl-zoo3 benchmark score of DQN (table below, with where each number comes from);
+R_ref is the rl-zoo3 benchmark score of the parent algorithm, DQN or SAC (tables below, with
+where each number comes from);
 R_random is the mean return of a uniform-random policy, measured by the runner and cached in
 the output folder (``random_scores.json``) so the report uses exactly the numbers the runner saw.
 
@@ -23,9 +24,18 @@ LunarLander-v3     154.382      ``dqn | LunarLander-v2 | 154.382 | 79.241 | 100k
 Acrobot-v1         -76.639      ``dqn | Acrobot-v1 | -76.639 | 11.752 | 100k``
 =================  ===========  =====================================
 
-zoo's table has no ``LunarLander-v3`` DQN row: it was produced with ``LunarLander-v2``, which
-gymnasium 1.0 renamed to v3 with bug fixes only (same dynamics and reward), and zoo's tuned
-``LunarLander-v3`` hyperparameters are the v2 ones with the same 100k budget. We use the v2 row.
+SAC rows (the SAC study of issue #4, ``matrices/sac.yml``), same file and commit:
+
+========================  ===========  =====================================
+env                       mean_reward  row
+========================  ===========  =====================================
+Pendulum-v1               -156.995     ``sac | Pendulum-v1 | -156.995 | 88.714 | 20k``
+LunarLanderContinuous-v3  260.390      ``sac | LunarLanderContinuous-v2 | 260.390 | 65.467 | 500k``
+========================  ===========  =====================================
+
+zoo's table has no ``LunarLander-v3`` DQN row nor ``LunarLanderContinuous-v3`` SAC row: they
+were produced with the v2 envs, which gymnasium 1.0 renamed to v3 with bug fixes only (same
+dynamics and reward), and zoo's tuned v3 hyperparameters are the v2 ones. We use the v2 rows.
 
 The sparse-reward task has no zoo row; its matrix entry states ``r_ref`` and its source (for
 ``BitFlippingEnv`` the optimal policy's expected return, :func:`bit_flipping_optimal_return`).
@@ -64,25 +74,38 @@ class ReferenceScore:
     source: str
 
 
-#: rl-zoo3 published DQN scores, keyed by gymnasium id. See the module docstring.
-ZOO_DQN_SCORES: dict[str, ReferenceScore] = {
-    "CartPole-v1": ReferenceScore(500.0, f"{_ZOO_BENCHMARK} 'dqn | CartPole-v1 | 500.000 | 0.000 | 50k'"),
-    "MountainCar-v0": ReferenceScore(-100.849, f"{_ZOO_BENCHMARK} 'dqn | MountainCar-v0 | -100.849 | 9.925 | 120k'"),
-    "LunarLander-v3": ReferenceScore(
-        154.382,
-        f"{_ZOO_BENCHMARK} 'dqn | LunarLander-v2 | 154.382 | 79.241 | 100k' "
-        "(zoo has no v3 DQN row; gymnasium's v3 is v2 with bug fixes)",
-    ),
-    "Acrobot-v1": ReferenceScore(-76.639, f"{_ZOO_BENCHMARK} 'dqn | Acrobot-v1 | -76.639 | 11.752 | 100k'"),
+#: rl-zoo3 published scores, keyed by zoo algorithm name, then gymnasium id. See the module docstring.
+ZOO_SCORES: dict[str, dict[str, ReferenceScore]] = {
+    "dqn": {
+        "CartPole-v1": ReferenceScore(500.0, f"{_ZOO_BENCHMARK} 'dqn | CartPole-v1 | 500.000 | 0.000 | 50k'"),
+        "MountainCar-v0": ReferenceScore(
+            -100.849, f"{_ZOO_BENCHMARK} 'dqn | MountainCar-v0 | -100.849 | 9.925 | 120k'"
+        ),
+        "LunarLander-v3": ReferenceScore(
+            154.382,
+            f"{_ZOO_BENCHMARK} 'dqn | LunarLander-v2 | 154.382 | 79.241 | 100k' "
+            "(zoo has no v3 DQN row; gymnasium's v3 is v2 with bug fixes)",
+        ),
+        "Acrobot-v1": ReferenceScore(-76.639, f"{_ZOO_BENCHMARK} 'dqn | Acrobot-v1 | -76.639 | 11.752 | 100k'"),
+    },
+    "sac": {
+        "Pendulum-v1": ReferenceScore(-156.995, f"{_ZOO_BENCHMARK} 'sac | Pendulum-v1 | -156.995 | 88.714 | 20k'"),
+        "LunarLanderContinuous-v3": ReferenceScore(
+            260.390,
+            f"{_ZOO_BENCHMARK} 'sac | LunarLanderContinuous-v2 | 260.390 | 65.467 | 500k' "
+            "(zoo has no v3 SAC row; gymnasium's v3 is v2 with bug fixes)",
+        ),
+    },
 }
 
 
-def zoo_reference(env_id: str) -> ReferenceScore | None:
+def zoo_reference(env_id: str, algo: str = "dqn") -> ReferenceScore | None:
     """
     :param env_id: Gymnasium id.
-    :return: The rl-zoo3 DQN reference score, or ``None`` if zoo publishes none.
+    :param algo: zoo's algorithm name (``"dqn"``, ``"sac"``).
+    :return: The rl-zoo3 reference score of ``algo``, or ``None`` if zoo publishes none (or we do not quote it).
     """
-    return ZOO_DQN_SCORES.get(env_id)
+    return ZOO_SCORES.get(algo, {}).get(env_id)
 
 
 def bit_flipping_optimal_return(n_bits: int) -> float:
