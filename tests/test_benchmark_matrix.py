@@ -85,7 +85,7 @@ def test_zoo_linear_schedule_becomes_an_sb3_schedule() -> None:
 
 
 def test_zoo_unknown_algorithm_file() -> None:
-    with pytest.raises(ValueError, match="no hyperparameter file for algorithm 'dqm'.*'dqn'"):
+    with pytest.raises(ValueError, match=r"no hyperparameter file for algorithm 'dqm'.*'dqn'"):
         zoo_hyperparams("CartPole-v1", "dqm")
     with pytest.raises(ValueError, match="zoo_algo must be"):
         parse_matrix(minimal(zoo_algo=["sac"]))

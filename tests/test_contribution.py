@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sb3_complementary import ComplementaryDQN
+from sb3_complementary.common import weighted_replay_mixin
 from sb3_complementary.common.contribution import (
     InfluenceSignal,
     OutcomeSignal,
@@ -19,7 +20,6 @@ from sb3_complementary.common.contribution import (
     make_signal,
 )
 from sb3_complementary.common.label_store import LabelStore
-from sb3_complementary.dqn import weighted_dqn
 
 # --------------------------------------------------------------------------- influence: brute force
 
@@ -156,7 +156,7 @@ def test_influence_in_dqn_train_step_equals_brute_force(monkeypatch):
         return result
 
     monkeypatch.setattr(model.replay_buffer, "sample_weighted", capture_batch)
-    monkeypatch.setattr(weighted_dqn, "last_layer_influence", spy)
+    monkeypatch.setattr(weighted_replay_mixin, "last_layer_influence", spy)
     model.train(gradient_steps=1, batch_size=12)
     assert "got" in captured, "train() did not compute the influence"
     th.testing.assert_close(captured["got"], captured["expected"], rtol=1e-4, atol=1e-6)

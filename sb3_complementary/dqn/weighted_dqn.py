@@ -6,8 +6,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, PyTorchObs, ReplayBufferSamples
 from torch.nn import functional as F
 
-from sb3_complementary.common.contribution import last_layer_influence
-from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Probe, WeightedReplayMixin
 
 Samples = ReplayBufferSamples | DictReplayBufferSamples
 
@@ -22,8 +21,6 @@ class WeightedDQN(WeightedReplayMixin, DQN):
     to the replay through ``_replay_feedback``, which the mixin of the concrete class provides.
     With all weights equal to 1 the update is exactly SB3's.
     """
-
-    probe_size: int
 
     def _td_target(self, data: Samples) -> th.Tensor:
         """``(B, 1)`` 1-step (or n-step) TD target from the target network."""
@@ -59,13 +56,7 @@ class WeightedDQN(WeightedReplayMixin, DQN):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         self._begin_weighted_train()
-
-        if self.needs_influence:
-            # Fresh experience stands for the actor's current ability; fixed within one train() call.
-            probe = self.replay_buffer.get_samples_at(
-                self.replay_buffer.recent_indices(self.probe_size), env=self._vec_normalize_env
-            )
-            probe_target = self._td_target(probe)
+        probe: Probe | None = None  # measured on the first step that needs it
 
         losses = []
         for _ in range(gradient_steps):
@@ -81,10 +72,11 @@ class WeightedDQN(WeightedReplayMixin, DQN):
 
             td_errors = (current_q_values - target_q_values).detach()
             influence = None
-            if self.needs_influence and self._label_due():
-                with th.no_grad():  # measured at the parameters the step starts from
-                    out_grad = self._huber_output_grad(q_values, data.actions, td_errors)
-                    influence = last_layer_influence(out_grad, penultimate, *self._probe_gradients(probe, probe_target))
+            if self._measures_influence():  # measured at the parameters the step starts from
+                if probe is None:
+                    probe = self._probe()
+                out_grad = self._huber_output_grad(q_values, data.actions, td_errors)
+                influence = self._influence(out_grad, penultimate, probe)
 
             self.policy.optimizer.zero_grad()
             loss.backward()
