@@ -85,9 +85,9 @@ def multitask_entry(env_kwargs, eval_env_kwargs, budget):
     )
 
 
-def run(entry, episodes, fraction, contender="dqn", seed=0):
+def run(entry, episodes, fraction, contender="dqn", seed=0, algo="stable_baselines3:DQN"):
     spec = RunSpec(
-        contender=Contender(contender, "stable_baselines3:DQN"),
+        contender=Contender(contender, algo),
         entry=entry,
         seed=seed,
         evaluation=EvalSettings(fraction=fraction, episodes=episodes),
@@ -115,6 +115,23 @@ def test_runner_evaluates_every_task_in_turn_and_the_split_is_exact():
     end = record["curve"]["timesteps"][-1]  # the budget, rounded up to DQN's train_freq
     expected = [("pays_1", 30, 0), ("pays_2", 60, 0), ("pays_3", end, 0)]
     assert [(f.name, f.trained_at, f.forgetting) for f in lost] == expected
+
+
+@pytest.mark.usefixtures("constant_family")
+def test_runner_records_replay_task_shares_of_weighted_replays():
+    """A weighted replay records per-task sample and data shares at every eval point; DQN's plain buffer has none."""
+    entry = multitask_entry({"tasks": "constant", "schedule": "sequential", "block_steps": 30}, None, budget=90)
+    record = run(entry, episodes=1, fraction=1 / 3, contender="per", algo="sb3_complementary:PrioritizedDQN")
+    shares = record["curve"]["task_shares"]
+    assert len(shares) == len(record["curve"]["timesteps"]) == 3
+    assert shares[0] == {"0": [1.0, 1.0]}
+    # No training yet (learning_starts): every transition keeps the initial score, so draws follow the data.
+    for point, n_tasks in zip(shares[1:], (2, 3), strict=True):
+        assert sorted(point) == [str(k) for k in range(n_tasks)]
+        for sample_share, data_share in point.values():
+            assert sample_share == pytest.approx(data_share)
+    assert sum(data for _, data in shares[2].values()) == pytest.approx(1.0)
+    assert "task_shares" not in run(entry, episodes=1, fraction=1 / 3)["curve"]
 
 
 def test_forgetting_on_a_hand_made_curve():

@@ -13,6 +13,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_complementary.common.features import TransitionFeatures, action_feature_dim, observation_feature_dim
 from sb3_complementary.common.sum_tree import SumTree
+from sb3_complementary.common.tasks import task_shares
 from sb3_complementary.common.validation import check_choice, check_range
 
 INITIAL_SCORES = ("max", "neutral")
@@ -373,6 +374,19 @@ class ComplementaryReplayBuffer(ReplayBuffer):
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
         """Score-proportional samples without weights, for code that expects a plain SB3 buffer."""
         return self.sample_weighted(batch_size, env).samples  # type: ignore[return-value]
+
+    def task_shares(self, indices: np.ndarray | None = None) -> dict[int, tuple[float, float]]:
+        """
+        Per task, the share of replay draws (under the uniform/score mixture) and the share of
+        the stored data: :func:`~sb3_complementary.common.tasks.task_shares` on this buffer.
+
+        :param indices: ``(n,)`` flat indices to compare (default: every valid transition).
+        :return: ``{task_id: (sample_share, data_share)}``; one entry in a single-task run.
+        """
+        indices = self.valid_indices() if indices is None else indices
+        rows, envs = np.divmod(indices, self.n_envs)
+        probabilities = self.sampling_probabilities(indices, self.uniform_fraction)
+        return task_shares(self.features.task_id[rows, envs], probabilities)
 
     # ------------------------------------------------------------------ gathering
     def _observations_at(self, storage: Any, rows: np.ndarray, envs: np.ndarray, env: VecNormalize | None) -> Any:

@@ -7,8 +7,6 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from torch.nn import functional as F
 
-from sb3_complementary.common.tasks import task_shares
-
 if TYPE_CHECKING:
     from sb3_complementary.common.complementary_mixin import ComplementaryMixin
 
@@ -140,20 +138,18 @@ class ExtractorTrainingCallback(BaseCallback):
             if np.any(quartile == q):
                 # q1 = youngest quarter of the buffer, q4 = oldest.
                 self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
-        self._log_task_shares(buffer.features.task_id[rows, envs], probabilities)
+        self._log_task_shares(buffer.task_shares(indices))
 
-    def _log_task_shares(self, task_ids: np.ndarray, probabilities: np.ndarray) -> None:
+    def _log_task_shares(self, shares: dict[int, tuple[float, float]]) -> None:
         """
         Multi-task runs only (more than one task id stored): per task, the share of replay draws
         (``complementary/task_{k}_sample_share``) beside its share of the stored data
         (``complementary/task_{k}_data_share``), to show whether one task monopolises the replay.
 
-        :param task_ids: ``(n,)`` task id of each stored transition.
-        :param probabilities: ``(n,)`` normalised sampling probability of each.
+        :param shares: From :meth:`~sb3_complementary.common.buffers.ComplementaryReplayBuffer.task_shares`.
         """
-        if task_ids.size == 0 or task_ids.min() == task_ids.max():
-            return  # single-task run: nothing to compare (and no sort of the whole buffer)
-        shares = task_shares(task_ids, probabilities)
+        if len(shares) < 2:
+            return  # single-task run: nothing to compare
         for task, (sample_share, data_share) in shares.items():
             self.logger.record(f"complementary/task_{task}_sample_share", sample_share)
             self.logger.record(f"complementary/task_{task}_data_share", data_share)

@@ -31,6 +31,8 @@ def task_shares(task_ids: np.ndarray, probabilities: np.ndarray) -> dict[int, tu
     total = probabilities.sum()
     if len(task_ids) == 0 or total <= 0:
         return {}
+    if task_ids.min() == task_ids.max():  # single task: skip the sort of the whole buffer
+        return {int(task_ids[0]): (1.0, 1.0)}
     tasks, inverse = np.unique(task_ids, return_inverse=True)
     sample = np.bincount(inverse, weights=probabilities, minlength=len(tasks)) / total
     data = np.bincount(inverse, minlength=len(tasks)) / len(task_ids)
