@@ -4,12 +4,13 @@ import numpy as np
 import torch as th
 from sb3_contrib import CrossQ
 
+from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
 from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
 
 
-class WeightedCrossQ(WeightedReplayMixin, CrossQ):
+class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
     """
     sb3-contrib CrossQ with a weighted replay: the base of ``ComplementaryCrossQ``.
 
@@ -26,11 +27,6 @@ class WeightedCrossQ(WeightedReplayMixin, CrossQ):
     eval mode (batch-norm running statistics, as the actor loss reads the critic), so measuring
     it never moves those statistics.
     """
-
-    def _current_ent_coef(self) -> th.Tensor:
-        if self.log_ent_coef is not None:
-            return th.exp(self.log_ent_coef.detach())
-        return self.ent_coef_tensor
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
         """``(B, 1)`` soft TD target from the critic itself, in the modules' current modes (draws next actions)."""
@@ -124,13 +120,9 @@ class WeightedCrossQ(WeightedReplayMixin, CrossQ):
                 log_prob = log_prob.reshape(-1, 1)
                 self.actor.set_bn_training_mode(False)
 
-                if self.ent_coef_optimizer is not None:
-                    ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()  # type: ignore[operator]
-                    ent_coef_losses.append(ent_coef_loss.item())
-
-                    self.ent_coef_optimizer.zero_grad()
-                    ent_coef_loss.backward()
-                    self.ent_coef_optimizer.step()
+                ent_coef_loss = self._update_ent_coef(log_prob)
+                if ent_coef_loss is not None:
+                    ent_coef_losses.append(ent_coef_loss)
 
                 self.critic.set_bn_training_mode(False)
                 q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)

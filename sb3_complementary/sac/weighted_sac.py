@@ -5,12 +5,13 @@ import torch as th
 from stable_baselines3 import SAC
 from stable_baselines3.common.utils import polyak_update
 
+from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
 from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
 
 
-class WeightedSAC(WeightedReplayMixin, SAC):
+class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
     """
     SB3 SAC with a weighted replay: the base of ``PrioritizedSAC`` and ``ComplementarySAC``.
 
@@ -21,11 +22,6 @@ class WeightedSAC(WeightedReplayMixin, SAC):
     influence on a probe batch, measured at the last linear layer of the first critic) is fed
     back to the replay. With all weights equal to 1 the update is exactly SB3's.
     """
-
-    def _current_ent_coef(self) -> th.Tensor:
-        if self.log_ent_coef is not None:
-            return th.exp(self.log_ent_coef.detach())
-        return self.ent_coef_tensor
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
         """``(B, 1)`` soft TD target: min over the target critics, minus the entropy term (draws next actions)."""
@@ -72,20 +68,11 @@ class WeightedSAC(WeightedReplayMixin, SAC):
             actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
             log_prob = log_prob.reshape(-1, 1)
 
-            ent_coef_loss = None
-            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
-                ent_coef = th.exp(self.log_ent_coef.detach())
-                assert isinstance(self.target_entropy, float)
-                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
-                ent_coef_losses.append(ent_coef_loss.item())
-            else:
-                ent_coef = self.ent_coef_tensor
+            ent_coef = self._current_ent_coef()  # read before its update, as SB3 does
             ent_coefs.append(ent_coef.item())
-
-            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
-                self.ent_coef_optimizer.zero_grad()
-                ent_coef_loss.backward()
-                self.ent_coef_optimizer.step()
+            ent_coef_loss = self._update_ent_coef(log_prob)
+            if ent_coef_loss is not None:
+                ent_coef_losses.append(ent_coef_loss)
 
             target_q_values = self._td_target(replay_data, ent_coef)
 

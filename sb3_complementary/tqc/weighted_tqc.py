@@ -5,12 +5,13 @@ import torch as th
 from sb3_contrib import TQC
 from stable_baselines3.common.utils import polyak_update
 
+from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import quantile_huber_output_grad, quantile_td_abs, weighted_quantile_huber_loss
 from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
 
 
-class WeightedTQC(WeightedReplayMixin, TQC):
+class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
     """
     sb3-contrib TQC with a weighted replay: the base of ``ComplementaryTQC``.
 
@@ -21,11 +22,6 @@ class WeightedTQC(WeightedReplayMixin, TQC):
     influence on a probe batch, in closed form at the first critic's quantile head) is fed back
     to the replay. With all weights equal to 1 the update is exactly sb3-contrib's.
     """
-
-    def _current_ent_coef(self) -> th.Tensor:
-        if self.log_ent_coef is not None:
-            return th.exp(self.log_ent_coef.detach())
-        return self.ent_coef_tensor
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
         """``(B, 1, N')`` truncated target quantile mixture minus the entropy term (draws next actions)."""
@@ -84,19 +80,11 @@ class WeightedTQC(WeightedReplayMixin, TQC):
             actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
             log_prob = log_prob.reshape(-1, 1)
 
-            ent_coef_loss = None
-            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
-                ent_coef = th.exp(self.log_ent_coef.detach())
-                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()  # type: ignore[operator]
-                ent_coef_losses.append(ent_coef_loss.item())
-            else:
-                ent_coef = self.ent_coef_tensor
+            ent_coef = self._current_ent_coef()  # read before its update, as SB3 does
             ent_coefs.append(ent_coef.item())
-
-            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
-                self.ent_coef_optimizer.zero_grad()
-                ent_coef_loss.backward()
-                self.ent_coef_optimizer.step()
+            ent_coef_loss = self._update_ent_coef(log_prob)
+            if ent_coef_loss is not None:
+                ent_coef_losses.append(ent_coef_loss)
 
             target_quantiles = self._td_target(replay_data, ent_coef)
 
