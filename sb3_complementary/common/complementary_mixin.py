@@ -54,8 +54,9 @@ class ComplementaryMixin(WeightedReplayMixin):
     :param coupling_coef: Weight of KL(sampling distribution ‖ uniform) in the extractor loss, >= 0.
     :param probe_size: Number of freshest transitions used as the influence signal's probe batch.
     :param label_capacity: Number of contribution labels kept (older ones age out).
-    :param label_interval: Label the trained batch on one gradient step in this many (labels are
-        subsampled in time; consecutive batches say nearly the same thing and labelling is most of the cost).
+    :param label_interval: Label the trained batch on one gradient step in this many. Labelling is
+        most of the extra cost per step; 4 cuts it, but scored worse on the study's CartPole screen
+        (docs/benchmarks/history.md, attempt 2), so every step is labelled by default.
     :param task_balanced_labels: Multi-task runs: fit the extractor on each label's rank among the
         stored labels of the same task (``info["task_id"]``), the analogue of the paper's group-wise
         normalisation, so that one easy task cannot monopolise the replay. It changes the fitting
@@ -88,7 +89,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         coupling_coef: float = 0.1,
         probe_size: int = 64,
         label_capacity: int = 20_000,
-        label_interval: int = 4,
+        label_interval: int = 1,
         task_balanced_labels: bool = False,
         _init_setup_model: bool = True,
         **kwargs: Any,
