@@ -32,7 +32,8 @@ def test_default_matrix_matches_protocol() -> None:
     matrix = load_matrix()
     names = [c.name for c in matrix.contenders]
     assert names[:3] == ["dqn", "per", "complementary"]
-    assert {"complementary-influence", "complementary-outcome", "complementary-td", "complementary-nomix"} <= set(names)
+    ablations = {"complementary-outcome", "complementary-td", "complementary-nomix", "complementary-evict-lowest"}
+    assert ablations | {"complementary-label4"} <= set(names)
     budgets = {e.name: e.budget for e in matrix.suite}
     assert budgets["CartPole-v1"] == 50_000
     assert budgets["MountainCar-v0"] == 120_000
