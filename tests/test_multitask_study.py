@@ -120,8 +120,12 @@ def test_runner_evaluates_every_task_in_turn_and_the_split_is_exact():
 @pytest.mark.usefixtures("constant_family")
 def test_runner_records_replay_task_shares_of_weighted_replays():
     """A weighted replay records per-task sample and data shares at every eval point; DQN's plain buffer has none."""
-    entry = multitask_entry({"tasks": "constant", "schedule": "sequential", "block_steps": 30}, None, budget=90)
-    record = run(entry, episodes=1, fraction=1 / 3, contender="per", algo="sb3_complementary:PrioritizedDQN")
+    entry = multitask_entry(
+        {"tasks": "constant", "schedule": "sequential", "block_steps": 30},
+        {"schedule": "round_robin", "block_steps": None},
+        budget=90,
+    )
+    record = run(entry, episodes=3, fraction=1 / 3, contender="per", algo="sb3_complementary:PrioritizedDQN")
     shares = record["curve"]["task_shares"]
     assert len(shares) == len(record["curve"]["timesteps"]) == 3
     assert shares[0] == {"0": [1.0, 1.0]}
@@ -131,7 +135,21 @@ def test_runner_records_replay_task_shares_of_weighted_replays():
         for sample_share, data_share in point.values():
             assert sample_share == pytest.approx(data_share)
     assert sum(data for _, data in shares[2].values()) == pytest.approx(1.0)
-    assert "task_shares" not in run(entry, episodes=1, fraction=1 / 3)["curve"]
+    dqn_record = run(entry, episodes=3, fraction=1 / 3)
+    assert "task_shares" not in dqn_record["curve"]
+
+    # The study reads them back per task (columns in the evaluation env's task order) and tabulates them.
+    curve = per_task_curve(record)
+    assert curve.replay_shares is not None and curve.replay_shares.shape == (3, 3, 2)
+    np.testing.assert_allclose(curve.replay_shares[0], [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
+    assert per_task_curve(dqn_record).replay_shares is None
+    table = summary_markdown([curve, per_task_curve(dqn_record)])
+    assert "who the replay serves at the end" in table
+    final = curve.replay_shares[-1]
+    expected_row = "| per | " + " | ".join(f"{a:.2f} / {b:.2f}" for a, b in final) + " |"
+    assert expected_row in table.splitlines()
+    share_table = table.split("who the replay serves")[1].split("###")[0]
+    assert not any(line.startswith("| dqn |") for line in share_table.splitlines())
 
 
 def test_forgetting_on_a_hand_made_curve():

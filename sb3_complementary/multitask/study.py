@@ -1,6 +1,7 @@
 """
 Per-task analysis of the multi-task study's run files: per-task learning curves, final per-task
-scores, and forgetting under a sequential curriculum.
+scores, forgetting under a sequential curriculum, and who the replay serves (each task's share of
+replay draws against its share of the stored data, recorded for weighted replays).
 
     python -m sb3_complementary.multitask.study --runs docs/multitask/runs --out docs/multitask/per_task.md
 
@@ -49,6 +50,9 @@ class PerTaskCurve:
     :param schedule: The training env's schedule.
     :param block_steps: The training env's block length (``"sequential"`` only).
     :param train_order: Task ids in the training env's order (the curriculum's order for ``"sequential"``).
+    :param replay_shares: ``(T, K, 2)`` each task's share of replay draws and of the stored data at
+        each evaluation point (columns as in ``scores``; 0 for a task with no stored data), or
+        ``None`` for a plain uniform buffer (DQN), which records none.
     """
 
     run_id: str
@@ -62,6 +66,7 @@ class PerTaskCurve:
     schedule: str
     block_steps: int | None
     train_order: tuple[int, ...]
+    replay_shares: np.ndarray | None = None
 
     def column(self, task_id: int) -> np.ndarray:
         """:return: ``(T,)`` scores of one task."""
@@ -131,6 +136,12 @@ def per_task_curve(record: Mapping[str, Any]) -> PerTaskCurve:
         values = np.asarray(returns, dtype=np.float64)
         for position in range(k):
             scores[t, position] = values[position::k].mean() if len(values[position::k]) else np.nan
+    replay_shares = None
+    if "task_shares" in curve:
+        replay_shares = np.zeros((len(curve["task_shares"]), k, 2))
+        for t, shares in enumerate(curve["task_shares"]):
+            for task, pair in shares.items():
+                replay_shares[t, task_ids.index(int(task))] = pair
     return PerTaskCurve(
         run_id=str(run_id),
         contender=str(record["contender"]["name"]),
@@ -143,6 +154,7 @@ def per_task_curve(record: Mapping[str, Any]) -> PerTaskCurve:
         schedule=schedule,
         block_steps=block_steps,
         train_order=train_ids,
+        replay_shares=replay_shares,
     )
 
 
@@ -224,6 +236,7 @@ def summary_markdown(curves: Sequence[PerTaskCurve]) -> str:
             cells = [_pm([run.scores[-1, k] for run in runs]) for k in range(len(first.task_ids))]
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {_pm([np.mean(r.scores[-1]) for r in runs])} |")
         lines.append("")
+        lines += _replay_share_lines(entry, first, contenders)
         if first.schedule != "sequential":
             continue
         order = [first.task_names[first.task_ids.index(t)] for t in first.train_order]
@@ -246,6 +259,26 @@ def summary_markdown(curves: Sequence[PerTaskCurve]) -> str:
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {mean} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _replay_share_lines(entry: str, first: PerTaskCurve, contenders: Mapping[str, Sequence[PerTaskCurve]]) -> list[str]:
+    """Table of each task's replay share vs data share at the last evaluation (weighted replays only)."""
+    weighted = {name: runs for name, runs in contenders.items() if all(r.replay_shares is not None for r in runs)}
+    if not weighted:
+        return []
+    lines = [
+        f"### {entry}: who the replay serves at the end",
+        "",
+        "Share of replay draws / share of the stored data per task at the last evaluation, mean over seeds "
+        "(the buffer's sampling distribution, uniform share included; DQN's uniform replay draws as the data).",
+        "",
+        "| contender | " + " | ".join(first.task_names) + " |",
+        "|---" * (len(first.task_names) + 1) + "|",
+    ]
+    for name in sorted(weighted):
+        final = np.mean([run.replay_shares[-1] for run in weighted[name] if run.replay_shares is not None], axis=0)
+        lines.append(f"| {name} | " + " | ".join(f"{sample:.2f} / {data:.2f}" for sample, data in final) + " |")
+    return [*lines, ""]
 
 
 def plot_per_task_curves(curves: Sequence[PerTaskCurve], out_dir: str | Path) -> list[Path]:
