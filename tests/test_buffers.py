@@ -204,6 +204,20 @@ def test_is_weights_partially_filled_buffer_use_stored_count():
     assert batch.indices.max() < 10
 
 
+def test_ess_fraction_on_known_priorities():
+    """1 / (N * sum p^2): 1 for equal scores; for one heavy transition, the closed form of the mixture."""
+    buffer = make_buffer(100, alpha=1.0, epsilon=0.0, score_floor=0.01, uniform_fraction=0.0)
+    fill_buffer(buffer, 10)
+    buffer.update_scores(np.arange(10), np.ones(10, dtype=np.float32))
+    assert buffer.ess_fraction() == pytest.approx(1.0)
+    scores = np.r_[9.0, np.ones(9)].astype(np.float32)  # p = [1/2, 1/18 x 9]
+    buffer.update_scores(np.arange(10), scores)
+    assert buffer.ess_fraction() == pytest.approx(1.0 / (10 * (0.25 + 9 / 18**2)))
+    buffer.uniform_fraction = 0.5  # mixed with uniform: p = 0.5 / 10 + 0.5 * p_score
+    mixed = 0.05 + 0.5 * scores / scores.sum()
+    assert buffer.ess_fraction() == pytest.approx(1.0 / (10 * np.sum(mixed**2)))
+
+
 def test_score_proportional_sampling_frequencies():
     buffer = make_buffer(8, alpha=1.0, epsilon=1e-12, score_floor=0.0, uniform_fraction=0.0)
     fill_buffer(buffer, 8)

@@ -128,6 +128,8 @@ def test_runner_records_replay_task_shares_of_weighted_replays():
     record = run(entry, episodes=3, fraction=1 / 3, contender="per", algo="sb3_complementary:PrioritizedDQN")
     shares = record["curve"]["task_shares"]
     assert len(shares) == len(record["curve"]["timesteps"]) == 3
+    # Untrained PER: every transition keeps the initial score, so the draws are uniform.
+    assert record["curve"]["ess_fraction"] == pytest.approx([1.0] * 3)
     assert shares[0] == {"0": [1.0, 1.0]}
     # No training yet (learning_starts): every transition keeps the initial score, so draws follow the data.
     for point, n_tasks in zip(shares[1:], (2, 3), strict=True):

@@ -15,9 +15,11 @@ CPU time. ``env_steps_per_second = budget / train_seconds``.
 What is recorded
 ----------------
 At every eval point: each episode's return (``curve.returns``), their mean and std; for a
-weighted replay (PER, Complementary), also each task's share of replay draws and of the stored
-data (``curve.task_shares``: ``{task_id: [sample_share, data_share]}``, one task in a
-single-task run), which is how the multi-task study sees whether one task monopolises replay.
+weighted replay (PER, Complementary), also the sampling distribution's effective sample size as a
+fraction of the stored transitions (``curve.ess_fraction``: 1 = uniform) and each task's share of
+replay draws and of the stored data (``curve.task_shares``: ``{task_id: [sample_share,
+data_share]}``, one task in a single-task run), which is how the multi-task study sees whether one
+task monopolises replay.
 
 The function never raises for a failing run: the record then has ``status: "failed"`` with
 the traceback, so the matrix goes on.
@@ -150,9 +152,10 @@ def _train(spec: RunSpec, record: dict[str, Any], curve: dict[str, list[Any]]) -
         curve["mean"].append(float(values.mean()))
         curve["std"].append(float(values.std()))
         curve["returns"].append(values.tolist())
-        shares = getattr(model.replay_buffer, "task_shares", None)
-        if shares is not None:  # weighted replays: who gets replayed, per task, at this eval point
-            curve.setdefault("task_shares", []).append({str(k): list(v) for k, v in shares().items()})
+        buffer = model.replay_buffer
+        if hasattr(buffer, "task_shares"):  # weighted replays: how concentrated, and on which tasks
+            curve.setdefault("ess_fraction", []).append(buffer.ess_fraction())
+            curve.setdefault("task_shares", []).append({str(k): list(v) for k, v in buffer.task_shares().items()})
         return time.perf_counter() - start
 
     class _EvalInLearn(BaseCallback):

@@ -375,6 +375,18 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         """Score-proportional samples without weights, for code that expects a plain SB3 buffer."""
         return self.sample_weighted(batch_size, env).samples  # type: ignore[return-value]
 
+    def ess_fraction(self, indices: np.ndarray | None = None) -> float:
+        """
+        Effective sample size of the sampling distribution, as a fraction of the transitions:
+        ``1 / (N * sum(p_i^2))``; 1 for uniform replay, near 0 when a few transitions take all draws.
+
+        :param indices: ``(N,)`` flat indices (default: every valid transition).
+        """
+        indices = self.valid_indices() if indices is None else indices
+        probabilities = self.sampling_probabilities(indices, self.uniform_fraction)
+        probabilities = probabilities / probabilities.sum()
+        return float(1.0 / np.sum(probabilities**2) / len(indices))
+
     def task_shares(self, indices: np.ndarray | None = None) -> dict[int, tuple[float, float]]:
         """
         Per task, the share of replay draws (under the uniform/score mixture) and the share of

@@ -127,9 +127,7 @@ class ExtractorTrainingCallback(BaseCallback):
         """Re-score every stored transition and log the sampling distribution's health."""
         buffer = self.model.replay_buffer
         indices = buffer.refresh_scores(self.model.extractor.score)
-        probabilities = buffer.sampling_probabilities(indices, buffer.uniform_fraction)
-        probabilities = probabilities / probabilities.sum()
-        self.logger.record("complementary/ess_fraction", float(1.0 / np.sum(probabilities**2) / len(indices)))
+        self.logger.record("complementary/ess_fraction", buffer.ess_fraction(indices))
         rows, envs = np.divmod(indices, buffer.n_envs)
         ages = buffer.n_added - buffer.features.insert_step[rows, envs]
         quartile = np.minimum((np.argsort(np.argsort(ages)) * 4) // len(ages), 3)
