@@ -54,6 +54,8 @@ def synthetic_record(
     }
     if status == "done":
         data["curve"] = {"timesteps": timesteps, "mean": mean.tolist(), "std": [1.0] * 20}
+        if contender == "complementary":  # recorded by weighted-replay contenders only
+            data["curve"]["ess_fraction"] = np.linspace(0.4, 0.6, 20).tolist() if seed == 0 else [0.1 * seed] * 20
         base = 10.0 * (1.3 if contender.startswith("complementary") else 1.0)
         data["timing"] = {"train_seconds": base * (1 + seed), "train_cpu_seconds": base * (1 + seed)}
     else:
@@ -94,6 +96,10 @@ def test_report_writes_tables_and_pngs(tmp_path: Path) -> None:
     assert "| `complementary` | `dqn` |" in text and "| `complementary` | `per` |" in text  # P(X > Y) rows
     assert "1.30 [1.30, 1.30] (n=6)" in text  # wall-clock ratio to dqn, all environments
     assert "IQM of normalised AUC at least 1.10x" in text
+    ess_section = text.split("### How far from uniform the replay samples")[1].split("## Figures")[0]
+    # Per run the mean over eval points (0.5, 0.1, 0.2), then the median over seeds.
+    assert "| `complementary` | 0.200 (3) | 0.200 (3) |" in ess_section
+    assert "`dqn`" not in ess_section  # uniform contenders record no ESS: no row
 
     expected = {
         "aggregate_auc.png",

@@ -802,6 +802,18 @@ def render_page(
     add("")
     add("R_random: mean return of a uniform-random policy, measured by the runner (`runs/random_scores.json`).")
     add("")
+    ess_table = _ess_table(data)
+    if ess_table:
+        add("### How far from uniform the replay samples")
+        add("")
+        add(
+            "ESS fraction of the sampling distribution, `1 / (N Σ p_i²)` over the stored transitions: 1 is "
+            "uniform replay, 0.1 means the draws concentrate as if on a tenth of the buffer. Per run, the mean "
+            "over its eval points; then the median over seeds (n runs that recorded it)."
+        )
+        add("")
+        add(ess_table)
+        add("")
 
     # Figures
     add("## Figures")
@@ -918,6 +930,29 @@ def _goal_table(stats: Statistics, target: str, baselines: Sequence[str], refere
             ]
         )
     return _table(["target", "measured", "met?"], rows)
+
+
+def _ess_table(data: ReportData) -> str:
+    """Median over seeds of each run's mean ESS fraction, per contender and environment ("" if no run recorded it)."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in data.records:
+        ess = record.ess_fractions if record.status == "done" else None
+        if ess is not None and len(ess):
+            values[(record.contender, record.env)].append(float(ess.mean()))
+    contenders = [c for c in data.contenders if any((c, e) in values for e in data.envs)]
+    if not contenders:
+        return ""
+    rows = [
+        [
+            f"`{c}`",
+            *[
+                f"{np.median(values[(c, e)]):.3f} ({len(values[(c, e)])})" if (c, e) in values else "-"
+                for e in data.envs
+            ],
+        ]
+        for c in contenders
+    ]
+    return _table(["contender", *data.envs], rows)
 
 
 def _verdict(ok: bool) -> str:

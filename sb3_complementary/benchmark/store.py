@@ -231,6 +231,16 @@ class RunRecord:
         return np.asarray(self.data["curve"]["mean"], dtype=np.float64)
 
     @property
+    def ess_fractions(self) -> np.ndarray | None:
+        """
+        :return: ESS fraction of the replay's sampling distribution at each eval point, shape
+            ``(n_evals,)`` (1 = uniform replay); None for uniform contenders and for runs recorded
+            before the runner measured it.
+        """
+        values = self.data["curve"].get("ess_fraction")
+        return None if values is None else np.asarray(values, dtype=np.float64)
+
+    @property
     def train_seconds(self) -> float:
         """:return: Wall-clock seconds of training, evaluations excluded (see ``timing.what``)."""
         return float(self.data["timing"]["train_seconds"])

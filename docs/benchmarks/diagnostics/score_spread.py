@@ -53,7 +53,8 @@ class Report(BaseCallback):
         line = f"{self.num_timesteps:>7}  ess {buffer.ess_fraction(indices):.3f}"
         line += f"  score p5/p50/p95 {np.percentile(scores, [5, 50, 95]).round(3).tolist()}"
         if isinstance(self.model, ComplementaryDQN):
-            line += f"  positive labels {self.model.label_store.positive_share():.3f}  label_auc {label_auc(self.model):.3f}"
+            positive = self.model.label_store.positive_share()
+            line += f"  positive labels {positive:.3f}  label_auc {label_auc(self.model):.3f}"
         print(line, flush=True)
         return True
 
