@@ -116,6 +116,15 @@ def test_report_writes_tables_and_pngs(tmp_path: Path) -> None:
         assert f"]({name})" in text
 
 
+def test_first_look_banner_follows_the_planned_seeds(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make_runs(runs)  # 3 seeds (2 complete for complementary-td)
+    text = build_report(runs, tmp_path / "a", reps=20, full_seeds=2).read_text()
+    assert "First look" not in text
+    assert "--full-seeds 2" in text.split("## Headline")[0]
+    assert "First look" in build_report(runs, tmp_path / "b", reps=20, full_seeds=3).read_text()
+
+
 def test_statistics_on_synthetic_runs(tmp_path: Path) -> None:
     make_runs(tmp_path)
     data = collect(tmp_path)

@@ -661,8 +661,10 @@ def render_page(
     target: str,
     baselines: Sequence[str],
     reference: str,
+    full_seeds: int = FULL_SEEDS,
 ) -> str:
     """
+    :param full_seeds: Seeds per contender that the study calls complete; fewer get the "first look" banner.
     :return: The Markdown of ``README.md``.
     """
     lines: list[str] = []
@@ -685,9 +687,9 @@ def render_page(
     )
     add("")
     min_seeds = min((len(data.complete_seeds[c]) for c in stats.aggregated), default=0)
-    if min_seeds < FULL_SEEDS:
+    if min_seeds < full_seeds:
         add(
-            f"> **First look, not the study:** some contenders have fewer than {FULL_SEEDS} complete seeds "
+            f"> **First look, not the study:** some contenders have fewer than {full_seeds} complete seeds "
             f"(fewest: {min_seeds}). Numbers will move as the matrix fills."
         )
         add("")
@@ -999,6 +1001,7 @@ def build_report(
     baselines: Sequence[str] = ("dqn", "per"),
     reference: str = "dqn",
     command: str | None = None,
+    full_seeds: int = FULL_SEEDS,
 ) -> Path:
     """
     Write ``README.md`` and the PNGs.
@@ -1011,6 +1014,7 @@ def build_report(
     :param baselines: Contenders it is compared with.
     :param reference: Contender of the ratios (IQM and wall clock).
     :param command: Command line printed at the top of the page (default: rebuilt from the arguments).
+    :param full_seeds: Complete seeds the study plans per contender (BENCHMARK.md: 10; issue #4's SAC study: 5).
     :return: Path of ``README.md``.
     :raises BudgetMismatchError: if runs of an environment have different budgets.
     """
@@ -1032,7 +1036,9 @@ def build_report(
         )
         if reps != 2000:
             command += f" --reps {reps}"
-    page = render_page(data, stats, figures, out_dir, command, reps, target, baselines, reference)
+        if full_seeds != FULL_SEEDS:
+            command += f" --full-seeds {full_seeds}"
+    page = render_page(data, stats, figures, out_dir, command, reps, target, baselines, reference, full_seeds)
     readme = out_dir / "README.md"
     readme.write_text(page)
     return readme
@@ -1054,6 +1060,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target", default="complementary", help="contender tested for improvement")
     parser.add_argument("--baselines", default="dqn,per", help="contenders it is compared with")
     parser.add_argument("--reference", default="dqn", help="contender of the IQM and wall-clock ratios")
+    parser.add_argument(
+        "--full-seeds",
+        type=int,
+        default=FULL_SEEDS,
+        help=f"seeds per contender the study plans (default {FULL_SEEDS}); fewer is labelled a first look",
+    )
     args = parser.parse_args(argv)
     command = " ".join(
         ["python -m sb3_complementary.benchmark.report"]
@@ -1073,6 +1085,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             baselines=[b for b in args.baselines.split(",") if b],
             reference=args.reference,
             command=command,
+            full_seeds=args.full_seeds,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
