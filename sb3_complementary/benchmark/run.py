@@ -154,7 +154,7 @@ def _train(spec: RunSpec, record: dict[str, Any], curve: dict[str, list[Any]]) -
         curve["returns"].append(values.tolist())
         buffer = model.replay_buffer
         if hasattr(buffer, "task_shares"):  # weighted replays: how concentrated, and on which tasks
-            curve.setdefault("ess_fraction", []).append(buffer.ess_fraction())
+            curve.setdefault("ess_fraction", []).append(model.sampling_ess_fraction())
             curve.setdefault("task_shares", []).append({str(k): list(v) for k, v in buffer.task_shares().items()})
         return time.perf_counter() - start
 

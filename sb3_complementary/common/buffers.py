@@ -24,6 +24,26 @@ EVICTION_CANDIDATES = 64
 NEUTRAL_SCORE = 0.5
 
 
+Samples = ReplayBufferSamples | DictReplayBufferSamples
+
+
+def take_rows(samples: Samples, rows: np.ndarray) -> Samples:
+    """The rows ``rows`` (``(n,)`` positions, repeats allowed) of every field of some SB3 samples."""
+    index: th.Tensor | None = None
+
+    def take(field: Any) -> Any:
+        nonlocal index
+        if field is None:
+            return None
+        if isinstance(field, dict):
+            return {key: take(value) for key, value in field.items()}
+        if index is None:
+            index = th.as_tensor(rows, device=field.device)
+        return field[index]
+
+    return type(samples)(*(take(field) for field in samples))
+
+
 class WeightedSamples(NamedTuple):
     """
     One sampled batch plus what a weighted update and its feedback need.
@@ -301,13 +321,18 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.tree.set_all(priorities)
         return indices
 
-    def feature_matrix(self, indices: np.ndarray) -> np.ndarray:
-        """``(n, n_features)`` extractor input of some transitions, as of now."""
+    def feature_matrix(self, indices: np.ndarray, td_abs: np.ndarray | None = None) -> np.ndarray:
+        """
+        ``(n, n_features)`` extractor input of some transitions, as of now.
+
+        :param indices: ``(n,)`` flat indices.
+        :param td_abs: ``(n,)`` ``|TD|`` measured now, to use in place of the stored one (None: stored).
+        """
         observations = None
         if self.include_observation:
             pos, env = np.divmod(indices, self.n_envs)
             observations = self.observations[pos, env]
-        return self.features.matrix(indices, self.n_added, observations)
+        return self.features.matrix(indices, self.n_added, observations, td_abs)
 
     @property
     def n_features(self) -> int:
@@ -340,6 +365,12 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         upper_bound = self.buffer_size if self.full else self.pos
         return np.random.randint(0, upper_bound, size=n)
 
+    def uniform_indices(self, n: int) -> np.ndarray:
+        """``(n,)`` flat indices drawn uniformly from the valid transitions, as SB3's ``sample`` draws them."""
+        rows = self._uniform_rows(n)
+        envs = np.random.randint(0, self.n_envs, size=n)
+        return rows * self.n_envs + envs
+
     def sample_weighted(self, batch_size: int, env: VecNormalize | None = None) -> WeightedSamples:
         """
         Draw a batch: a uniform share, the rest stratified by priority, with IS weights.
@@ -351,9 +382,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         n_uniform = round(batch_size * self.uniform_fraction)
         if self.tree.total <= 0:
             n_uniform = batch_size
-        rows = self._uniform_rows(n_uniform)
-        envs = np.random.randint(0, self.n_envs, size=n_uniform)
-        uniform_indices = rows * self.n_envs + envs
+        uniform_indices = self.uniform_indices(n_uniform)
         scored_indices = self.tree.sample_stratified(np.random.random(batch_size - n_uniform))
         indices = np.concatenate([uniform_indices, scored_indices])
 
@@ -370,6 +399,48 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             raw_weights=raw_weights,
             control=control,
         )
+
+    def select_from_candidates(
+        self, candidates: np.ndarray, samples: Samples, scores: np.ndarray, batch_size: int
+    ) -> tuple[WeightedSamples, float]:
+        """
+        Draw a batch from a pool of uniformly drawn candidates, by scores measured now (draw-time selection).
+
+        A share ``uniform_fraction`` of the slots picks uniformly from the pool (the control
+        group), the rest by priority ``(score + epsilon) ** alpha``, with replacement. The pool
+        itself was drawn uniformly from the buffer, so a candidate that one slot picks with
+        probability ``q_i`` is replayed about ``P * q_i`` times as often as under uniform
+        replay: its IS weight is ``(P * q_i) ** -beta``.
+
+        :param candidates: ``(P,)`` flat indices of the pool.
+        :param samples: The pool's SB3 samples (``P`` rows, in the order of ``candidates``).
+        :param scores: ``(P,)`` the candidates' scores.
+        :param batch_size: Number of transitions to select.
+        :return: The batch, and the ESS fraction ``1 / (P * sum(q_i^2))`` of the selection (1: uniform).
+        """
+        pool_size = len(candidates)
+        n_uniform = round(batch_size * self.uniform_fraction)
+        priorities = self.priority(self._sanitize(scores)).astype(np.float64)
+        score_part = priorities / priorities.sum()
+        uniform_share = n_uniform / batch_size
+        probabilities = uniform_share / pool_size + (1.0 - uniform_share) * score_part
+        picks = np.concatenate(
+            [
+                np.random.randint(0, pool_size, size=n_uniform),
+                np.random.choice(pool_size, size=batch_size - n_uniform, p=score_part),
+            ]
+        )
+        raw_weights = (pool_size * probabilities[picks]) ** -self.beta
+        control = np.zeros(batch_size, dtype=bool)
+        control[:n_uniform] = True
+        batch = WeightedSamples(
+            samples=take_rows(samples, picks),
+            indices=candidates[picks],
+            weights=self.to_torch((raw_weights / raw_weights.max()).astype(np.float32).reshape(-1, 1)),
+            raw_weights=raw_weights,
+            control=control,
+        )
+        return batch, float(1.0 / (pool_size * np.sum(probabilities**2)))
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
         """Score-proportional samples without weights, for code that expects a plain SB3 buffer."""

@@ -127,7 +127,7 @@ class ExtractorTrainingCallback(BaseCallback):
         """Re-score every stored transition and log the sampling distribution's health."""
         buffer = self.model.replay_buffer
         indices = buffer.refresh_scores(self.model.extractor.score)
-        self.logger.record("complementary/ess_fraction", buffer.ess_fraction(indices))
+        self.logger.record("complementary/ess_fraction", self.model.sampling_ess_fraction())
         rows, envs = np.divmod(indices, buffer.n_envs)
         ages = buffer.n_added - buffer.features.insert_step[rows, envs]
         quartile = np.minimum((np.argsort(np.argsort(ages)) * 4) // len(ages), 3)

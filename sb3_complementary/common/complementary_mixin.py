@@ -1,5 +1,6 @@
 """The experience extractor's side of a Complementary algorithm: setup, feedback, callback, persistence."""
 
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,13 @@ class ComplementaryMixin(WeightedReplayMixin):
     :param label_interval: Label the trained batch on one gradient step in this many. Labelling is
         most of the extra cost per step; 4 cuts it, but scored worse on the study's CartPole screen
         (docs/benchmarks/history.md, attempt 2), so every step is labelled by default.
+    :param candidate_pool: 0: replay samples from the sum tree by the scores of the last
+        buffer-wide re-score. ``k >= 1``: draw-time selection instead: every gradient step draws
+        ``k * batch_size`` uniform candidates, measures their ``|TD|`` now (one forward pass),
+        scores them on these fresh features and picks the batch from them by score
+        (``select_from_candidates`` of the buffer). The stored ``|TD|`` goes stale within one
+        replay cycle, the fresh one is the feature that predicts the influence label
+        (docs/benchmarks/history.md, attempt 2 diagnosed); the price is the extra forward pass.
     :param task_balanced_labels: Multi-task runs: fit the extractor on each label's rank among the
         stored labels of the same task (``info["task_id"]``), the analogue of the paper's group-wise
         normalisation, so that one easy task cannot monopolise the replay. It changes the fitting
@@ -90,6 +98,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         probe_size: int = 64,
         label_capacity: int = 20_000,
         label_interval: int = 1,
+        candidate_pool: int = 0,
         task_balanced_labels: bool = False,
         _init_setup_model: bool = True,
         **kwargs: Any,
@@ -112,6 +121,14 @@ class ComplementaryMixin(WeightedReplayMixin):
         check_range("probe_size", probe_size, low=1)
         check_range("label_capacity", label_capacity, low=1)
         check_range("label_interval", label_interval, low=1)
+        check_range("candidate_pool", candidate_pool, low=0)
+        if int(candidate_pool) != candidate_pool:
+            raise ValueError(f"candidate_pool must be a whole number of batches (0 = off), got {candidate_pool!r}")
+        if candidate_pool and type(self)._current_td_abs is WeightedReplayMixin._current_td_abs:
+            raise ValueError(
+                f"candidate_pool={candidate_pool}: {type(self).__name__} cannot measure |TD| at draw time yet; "
+                "use candidate_pool=0"
+            )
         if not isinstance(task_balanced_labels, (bool, np.bool_)):
             raise ValueError(f"task_balanced_labels must be a bool (True or False), got {task_balanced_labels!r}")
         self.contribution = contribution
@@ -125,6 +142,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.probe_size = probe_size
         self.label_capacity = label_capacity
         self.label_interval = label_interval
+        self.candidate_pool = int(candidate_pool)
+        self._selection_ess: deque[float] = deque(maxlen=1000)
         self.task_balanced_labels = bool(task_balanced_labels)
         self._n_feedback = 0
         if _init_setup_model:
@@ -158,10 +177,33 @@ class ComplementaryMixin(WeightedReplayMixin):
         """
         return self._n_feedback % self.label_interval == 0
 
+    def _draw_batch(self, batch_size: int) -> WeightedSamples:
+        if not self.candidate_pool:
+            return super()._draw_batch(batch_size)
+        buffer = self.replay_buffer
+        candidates = buffer.uniform_indices(self.candidate_pool * batch_size)
+        samples = buffer.get_samples_at(candidates, env=self._vec_normalize_env)
+        scores = self.extractor.score(buffer.feature_matrix(candidates, td_abs=self._current_td_abs(samples)))
+        batch, ess = buffer.select_from_candidates(candidates, samples, scores, batch_size)
+        self._selection_ess.append(ess)
+        return batch
+
+    def sampling_ess_fraction(self) -> float:
+        """
+        ESS fraction of the sampling distribution (1 = uniform). With draw-time selection, the
+        mean over the last 1,000 draws of the selection's ESS within its candidate pool.
+        """
+        if not self.candidate_pool:
+            return super().sampling_ess_fraction()
+        return float(np.mean(self._selection_ess)) if self._selection_ess else 1.0
+
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         self._record_weights(batch)
         if self._label_due():
-            features = self.replay_buffer.feature_matrix(batch.indices)
+            # With draw-time selection the batch was scored on its |TD| at the step's starting
+            # parameters, which is td_abs: label the features it was selected on.
+            fresh_td = td_abs if self.candidate_pool else None
+            features = self.replay_buffer.feature_matrix(batch.indices, td_abs=fresh_td)
             self.contribution_signal.observe(
                 features,
                 td_abs,
@@ -191,8 +233,9 @@ class ComplementaryMixin(WeightedReplayMixin):
         return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
 
     def _excluded_save_params(self) -> list[str]:
-        # Rebuilt by _setup_model; the label store holds transient, ageing labels only.
-        return [*super()._excluded_save_params(), "extractor", "label_store", "contribution_signal", "replay_rng"]
+        # Rebuilt by __init__/_setup_model; the label store holds transient, ageing labels only.
+        transient = ["extractor", "label_store", "contribution_signal", "replay_rng", "_selection_ess"]
+        return [*super()._excluded_save_params(), *transient]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts, variables = super()._get_torch_save_params()

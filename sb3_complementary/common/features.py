@@ -202,13 +202,20 @@ class TransitionFeatures:
         flat[flat_indices, _COL["td_step"]] = step
         np.add.at(flat[:, _COL["sample_count"]], flat_indices, 1)
 
-    def matrix(self, flat_indices: np.ndarray, step: int, observations: np.ndarray | None = None) -> np.ndarray:
+    def matrix(
+        self,
+        flat_indices: np.ndarray,
+        step: int,
+        observations: np.ndarray | None = None,
+        td_abs: np.ndarray | None = None,
+    ) -> np.ndarray:
         """
         Feature matrix of some transitions, as seen at ``step``.
 
         :param flat_indices: ``(n,)`` flat indices ``pos * n_envs + env``.
         :param step: Current insertion counter (for age and TD staleness).
         :param observations: Optional ``(n, obs_dim)`` raw observations appended as extra columns.
+        :param td_abs: Optional ``(n,)`` ``|TD|`` measured now, in place of the stored one (staleness 0).
         :return: ``(n, n_columns [+ obs_dim])`` float32 matrix; unnormalised, the extractor normalises it.
         """
         rows = self.table.reshape(-1, self.table.shape[-1])[flat_indices]  # one gather: (n, n_stored + A)
@@ -218,6 +225,9 @@ class TransitionFeatures:
         out = np.empty((len(flat_indices), self.n_columns), dtype=np.float32)
         out[:, :4] = rows[:, :4]  # reward, terminal, timeout, td_abs
         out[:, 4] = np.log1p(np.maximum(staleness, 0))
+        if td_abs is not None:
+            out[:, 3] = td_abs
+            out[:, 4] = 0.0
         out[:, 5] = np.log1p(np.maximum(step - insert, 0))
         out[:, 6] = np.log1p(rows[:, _COL["sample_count"]])
         out[:, 7] = rows[:, _COL["episode_return"]]

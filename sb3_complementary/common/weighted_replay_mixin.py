@@ -152,9 +152,24 @@ class WeightedReplayMixin(_Base):
         progress = 1.0 - self._current_progress_remaining
         self.replay_buffer.beta = self.beta + (1.0 - self.beta) * progress
 
+    def _draw_batch(self, batch_size: int) -> WeightedSamples:
+        """One gradient step's batch with its IS weights: from the sum tree, by the stored scores."""
+        return self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         """Feed one gradient step's measurements back to the replay (scores, labels, counters)."""
         raise NotImplementedError
+
+    def _current_td_abs(self, data: Samples) -> np.ndarray:
+        """
+        ``(n,)`` each sample's ``|TD|`` at the current parameters, the same quantity ``train()``
+        feeds back, measured without side effects (for draw-time selection).
+        """
+        raise NotImplementedError
+
+    def sampling_ess_fraction(self) -> float:
+        """ESS fraction of the replay's sampling distribution (1 = uniform); see ``ess_fraction`` of the buffer."""
+        return self.replay_buffer.ess_fraction()
 
     def _label_due(self) -> bool:
         """Whether this gradient step produces contribution labels (and so needs the influence)."""

@@ -65,7 +65,7 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
 
         for _ in range(gradient_steps):
             self._n_updates += 1
-            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            batch = self._draw_batch(batch_size)
             replay_data = batch.samples
             discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
 

@@ -6,6 +6,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, PyTorchObs, ReplayBufferSamples
 from torch.nn import functional as F
 
+from sb3_complementary.common.side_effects import side_effect_free
 from sb3_complementary.common.weighted_replay_mixin import Probe, WeightedReplayMixin
 
 Samples = ReplayBufferSamples | DictReplayBufferSamples
@@ -28,6 +29,11 @@ class WeightedDQN(WeightedReplayMixin, DQN):
         with th.no_grad():
             next_q_values, _ = self.q_net_target(data.next_observations).max(dim=1)
             return data.rewards + (1 - data.dones) * discounts * next_q_values.reshape(-1, 1)
+
+    def _current_td_abs(self, data: Samples) -> np.ndarray:
+        with side_effect_free(self.policy, self.device):
+            current_q_values = th.gather(self.q_net(data.observations), dim=1, index=data.actions.long())
+            return (current_q_values - self._td_target(data)).abs().cpu().numpy().reshape(-1)
 
     def _q_values_and_penultimate(self, observations: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
         """``(B, n_actions)`` Q-values and ``(B, H)`` inputs of the last linear layer, in one forward pass."""
@@ -60,7 +66,7 @@ class WeightedDQN(WeightedReplayMixin, DQN):
 
         losses = []
         for _ in range(gradient_steps):
-            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            batch = self._draw_batch(batch_size)
             data = batch.samples
             target_q_values = self._td_target(data)
 

@@ -62,7 +62,7 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
 
         losses = []
         for _ in range(gradient_steps):
-            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            batch = self._draw_batch(batch_size)
             replay_data = batch.samples
             target_quantiles = self._td_target(replay_data)
 

@@ -59,7 +59,7 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
         actor_losses, critic_losses = [], []
 
         for gradient_step in range(gradient_steps):
-            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            batch = self._draw_batch(batch_size)
             replay_data = batch.samples
 
             if self.use_sde:

@@ -53,7 +53,7 @@ class WeightedTD3(WeightedReplayMixin, TD3):
         actor_losses, critic_losses = [], []
         for _ in range(gradient_steps):
             self._n_updates += 1
-            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            batch = self._draw_batch(batch_size)
             replay_data = batch.samples
             target_q_values = self._td_target(replay_data)
 

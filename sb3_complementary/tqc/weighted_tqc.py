@@ -71,7 +71,7 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
         actor_losses, critic_losses = [], []
 
         for gradient_step in range(gradient_steps):
-            batch = self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+            batch = self._draw_batch(batch_size)
             replay_data = batch.samples
 
             if self.use_sde:

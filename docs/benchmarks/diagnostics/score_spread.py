@@ -75,7 +75,7 @@ class Report(BaseCallback):
         buffer = self.model.replay_buffer
         indices = buffer.valid_indices()
         scores = buffer.scores[indices]
-        line = f"{self.num_timesteps:>7}  ess {buffer.ess_fraction(indices):.3f}"
+        line = f"{self.num_timesteps:>7}  ess {self.model.sampling_ess_fraction():.3f}"
         line += f"  score p5/p50/p95 {np.percentile(scores, [5, 50, 95]).round(3).tolist()}"
         if isinstance(self.model, ComplementaryDQN):
             positive = self.model.label_store.positive_share()

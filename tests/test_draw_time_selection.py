@@ -1,0 +1,169 @@
+"""Draw-time selection (``candidate_pool``): the pool pick, its IS weights, fresh features, the DQN hook."""
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples
+
+from sb3_complementary import (
+    ComplementaryDictReplayBuffer,
+    ComplementaryDQN,
+    ComplementaryReplayBuffer,
+    ComplementarySAC,
+)
+from sb3_complementary.common.buffers import take_rows
+from sb3_complementary.common.features import SCALAR_FEATURES
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
+
+OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACT = spaces.Discrete(4)
+TD = SCALAR_FEATURES.index("td_abs")
+STALENESS = SCALAR_FEATURES.index("log_td_staleness")
+
+
+def make_buffer(buffer_size=40, **kwargs) -> ComplementaryReplayBuffer:
+    return ComplementaryReplayBuffer(buffer_size, OBS, ACT, device="cpu", **kwargs)
+
+
+def test_take_rows_repeats_rows_of_every_field():
+    buffer = make_buffer(20, n_envs=2, n_steps=3, gamma=0.9)
+    fill_buffer(buffer, 12)
+    candidates = np.array([0, 5, 9, 14])
+    samples = buffer.get_samples_at(candidates)
+    picked = take_rows(samples, np.array([3, 3, 0]))
+    expected = buffer.get_samples_at(candidates[[3, 3, 0]])
+    for field in ("observations", "actions", "next_observations", "dones", "rewards", "discounts"):
+        assert th.equal(getattr(picked, field), getattr(expected, field)), field
+
+
+def test_take_rows_on_dict_observations():
+    space = spaces.Dict({"vec": spaces.Box(-1, 1, (2,), np.float32), "img": spaces.Box(0, 255, (4, 4, 1), np.uint8)})
+    buffer = ComplementaryDictReplayBuffer(10, space, ACT, device="cpu")
+    for t in range(6):
+        obs = {"vec": np.full((1, 2), t / 10, dtype=np.float32), "img": np.full((1, 4, 4, 1), t, dtype=np.uint8)}
+        buffer.add(obs, obs, np.array([[t % 4]]), np.ones(1), np.zeros(1), [{}])
+    samples = buffer.get_samples_at(np.arange(6))
+    picked = take_rows(samples, np.array([5, 1]))
+    assert isinstance(picked, DictReplayBufferSamples)
+    np.testing.assert_array_equal(picked.observations["img"][:, 0, 0, 0].numpy(), [5, 1])
+    assert picked.discounts is None
+
+
+@pytest.mark.parametrize("uniform_fraction", [0.0, 0.25])
+@pytest.mark.parametrize("beta", [0.4, 1.0])
+def test_selection_weights_are_against_the_pool(uniform_fraction, beta):
+    """One slot picks candidate i with q_i = u/P + (1-u) p_i/sum(p); its IS weight is (P q_i)^-beta."""
+    buffer = make_buffer(40, alpha=0.7, beta=beta, epsilon=0.01, uniform_fraction=uniform_fraction)
+    fill_buffer(buffer, 40)
+    candidates = np.arange(0, 40, 4)  # P = 10
+    scores = np.linspace(0.05, 0.95, 10).astype(np.float32)
+    np.random.seed(0)
+    batch, ess = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), scores, 32)
+    n_uniform = round(32 * uniform_fraction)
+    assert batch.control.sum() == n_uniform and batch.control[:n_uniform].all()
+    priorities = (scores + 0.01) ** 0.7
+    q = n_uniform / 32 / 10 + (1 - n_uniform / 32) * priorities / priorities.sum()
+    positions = np.searchsorted(candidates, batch.indices)
+    raw = (10 * q[positions]) ** -beta
+    np.testing.assert_allclose(batch.raw_weights, raw, rtol=1e-6)
+    np.testing.assert_allclose(batch.weights.numpy().reshape(-1), raw / raw.max(), rtol=1e-6)
+    assert ess == pytest.approx(1.0 / (10 * np.sum(q**2)))
+    rows = batch.indices  # n_envs = 1: flat index = row
+    np.testing.assert_array_equal(batch.samples.observations.numpy(), buffer.observations[rows, 0])
+
+
+def test_selection_frequencies_follow_the_scores():
+    buffer = make_buffer(8, alpha=1.0, epsilon=1e-12, score_floor=0.0, uniform_fraction=0.0)
+    fill_buffer(buffer, 8)
+    candidates = np.arange(8)
+    samples = buffer.get_samples_at(candidates)
+    scores = np.array([0, 1, 2, 0, 4, 1, 0, 8], dtype=np.float32)
+    np.random.seed(0)
+    counts = np.zeros(8)
+    for _ in range(400):
+        batch, _ = buffer.select_from_candidates(candidates, samples, scores, 32)
+        counts += np.bincount(batch.indices, minlength=8)
+    assert np.all(counts[scores == 0] == 0)
+    np.testing.assert_allclose(counts / counts.sum(), scores / scores.sum(), atol=0.01)
+
+
+def test_equal_scores_select_uniformly_with_unit_weights():
+    buffer = make_buffer(40, uniform_fraction=0.25)
+    fill_buffer(buffer, 40)
+    candidates = buffer.uniform_indices(64)
+    batch, ess = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), np.full(64, 0.5), 16)
+    np.testing.assert_allclose(batch.weights.numpy(), 1.0)
+    assert ess == pytest.approx(1.0)
+
+
+def test_fresh_td_replaces_the_stored_one_in_the_features():
+    buffer = make_buffer(40)
+    fill_buffer(buffer, 20)
+    indices = np.array([2, 7, 11])
+    buffer.record_use(indices, np.array([9.0, 9.0, 9.0]))
+    for _ in range(5):
+        fill_buffer(buffer, 1)  # time passes: the stored |TD| goes stale
+    stored = buffer.feature_matrix(indices)
+    fresh = buffer.feature_matrix(indices, td_abs=np.array([0.1, 0.2, 0.3]))
+    np.testing.assert_allclose(stored[:, TD], 9.0)
+    assert np.all(stored[:, STALENESS] > 0)
+    np.testing.assert_allclose(fresh[:, TD], [0.1, 0.2, 0.3], rtol=1e-6)
+    np.testing.assert_array_equal(fresh[:, STALENESS], 0.0)
+    other = [c for c in range(stored.shape[1]) if c not in (TD, STALENESS)]
+    np.testing.assert_array_equal(fresh[:, other], stored[:, other])
+
+
+def test_dqn_current_td_abs_matches_the_train_step_and_has_no_side_effects():
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **TINY_DQN, **TINY_EXTRACTOR)
+    model.learn(200)
+    data = model.replay_buffer.get_samples_at(np.arange(32))
+    torch_state = th.random.get_rng_state()
+    td_abs = model._current_td_abs(data)
+    assert th.equal(th.random.get_rng_state(), torch_state)
+    with th.no_grad():
+        q = th.gather(model.q_net(data.observations), 1, data.actions.long())
+        expected = (q - model._td_target(data)).abs().numpy().reshape(-1)
+    np.testing.assert_allclose(td_abs, expected, rtol=1e-6)
+
+
+def test_draw_time_selection_trains_labels_fresh_features_and_round_trips(tmp_path):
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, candidate_pool=4, **TINY_DQN, **TINY_EXTRACTOR)
+    labelled = []
+    observe = model.contribution_signal.observe
+
+    def spy(features, td_abs, *args, **kwargs):
+        labelled.append((features.copy(), td_abs.copy()))
+        observe(features, td_abs, *args, **kwargs)
+
+    model.contribution_signal.observe = spy
+    model.learn(400)
+    assert labelled
+    for features, td_abs in labelled:  # labelled on the |TD| the batch was selected on
+        np.testing.assert_allclose(features[:, TD], td_abs, rtol=1e-6)
+        np.testing.assert_array_equal(features[:, STALENESS], 0.0)
+    assert 0.0 < model.sampling_ess_fraction() <= 1.0
+    model.save(tmp_path / "model")
+    loaded = ComplementaryDQN.load(tmp_path / "model", env=model.get_env())
+    assert loaded.candidate_pool == 4
+    loaded.learn(100, reset_num_timesteps=False)
+
+
+def test_draw_time_selection_is_deterministic():
+    def run() -> np.ndarray:
+        model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=3, candidate_pool=2, **TINY_DQN, **TINY_EXTRACTOR)
+        model.learn(300)
+        return th.nn.utils.parameters_to_vector(model.q_net.parameters()).detach().numpy()
+
+    np.testing.assert_array_equal(run(), run())
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5])
+def test_candidate_pool_rejects_bad_values(bad):
+    with pytest.raises(ValueError, match="candidate_pool"):
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", candidate_pool=bad, **TINY_DQN)
+
+
+def test_candidate_pool_on_an_algorithm_without_the_hook_names_it():
+    with pytest.raises(ValueError, match="ComplementarySAC cannot measure"):
+        ComplementarySAC("MlpPolicy", "Pendulum-v1", candidate_pool=2, learning_starts=10, buffer_size=100)
