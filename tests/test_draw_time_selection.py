@@ -167,3 +167,14 @@ def test_candidate_pool_rejects_bad_values(bad):
 def test_candidate_pool_on_an_algorithm_without_the_hook_names_it():
     with pytest.raises(ValueError, match="ComplementarySAC cannot measure"):
         ComplementarySAC("MlpPolicy", "Pendulum-v1", candidate_pool=2, learning_starts=10, buffer_size=100)
+
+
+def test_all_zero_priorities_select_uniformly():
+    """epsilon = floor = 0 is allowed only with uniform_fraction=1; zero scores must not break the pick."""
+    buffer = make_buffer(20, epsilon=0.0, score_floor=0.0, uniform_fraction=1.0)
+    fill_buffer(buffer, 20)
+    candidates = np.arange(0, 20, 2)
+    batch, ess = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), np.zeros(10), 8)
+    assert batch.control.all()
+    assert set(batch.indices) <= set(candidates)
+    assert ess == pytest.approx(1.0)

@@ -24,6 +24,7 @@ EVICTION_CANDIDATES = 64
 NEUTRAL_SCORE = 0.5
 
 
+#: The SB3 samples of a flat or a Dict observation space.
 Samples = ReplayBufferSamples | DictReplayBufferSamples
 
 
@@ -56,7 +57,7 @@ class WeightedSamples(NamedTuple):
         the control group that contribution labels are compared against.
     """
 
-    samples: ReplayBufferSamples | DictReplayBufferSamples
+    samples: Samples
     indices: np.ndarray
     weights: th.Tensor
     raw_weights: np.ndarray
@@ -421,6 +422,8 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         pool_size = len(candidates)
         n_uniform = round(batch_size * self.uniform_fraction)
         priorities = self.priority(self._sanitize(scores)).astype(np.float64)
+        if priorities.sum() <= 0:  # all-zero priorities (epsilon = floor = 0): the scored share is uniform too
+            priorities = np.ones(pool_size)
         score_part = priorities / priorities.sum()
         uniform_share = n_uniform / batch_size
         probabilities = uniform_share / pool_size + (1.0 - uniform_share) * score_part

@@ -13,12 +13,12 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
-from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
 from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.buffers import (
     ComplementaryDictReplayBuffer,
     ComplementaryReplayBuffer,
+    Samples,
     WeightedSamples,
 )
 from sb3_complementary.common.contribution import last_layer_influence
@@ -44,7 +44,6 @@ BUFFER_KNOBS = (
     "eviction",
 )
 
-Samples = ReplayBufferSamples | DictReplayBufferSamples
 #: A probe batch and its TD targets, fixed for one ``train()`` call.
 Probe = tuple[Samples, th.Tensor]
 

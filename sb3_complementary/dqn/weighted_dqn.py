@@ -3,13 +3,11 @@
 import numpy as np
 import torch as th
 from stable_baselines3 import DQN
-from stable_baselines3.common.type_aliases import DictReplayBufferSamples, PyTorchObs, ReplayBufferSamples
+from stable_baselines3.common.type_aliases import PyTorchObs
 from torch.nn import functional as F
 
 from sb3_complementary.common.side_effects import side_effect_free
-from sb3_complementary.common.weighted_replay_mixin import Probe, WeightedReplayMixin
-
-Samples = ReplayBufferSamples | DictReplayBufferSamples
+from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
 
 
 class WeightedDQN(WeightedReplayMixin, DQN):
