@@ -120,9 +120,13 @@ def test_first_look_banner_follows_the_planned_seeds(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     make_runs(runs)  # 3 seeds (2 complete for complementary-td)
     text = build_report(runs, tmp_path / "a", reps=20, full_seeds=2).read_text()
-    assert "First look" not in text
+    assert "First look" not in text and "still filling in" not in text
     assert "--full-seeds 2" in text.split("## Headline")[0]
-    assert "First look" in build_report(runs, tmp_path / "b", reps=20, full_seeds=3).read_text()
+    # The headline's contenders (complementary, dqn, per) have 3 seeds; the ablation has 2.
+    text = build_report(runs, tmp_path / "b", reps=20, full_seeds=3).read_text()
+    assert "First look, not the study" not in text
+    assert "Ablations still filling in** (complete seeds of 3 planned): `complementary-td` (2)" in text
+    assert "First look, not the study" in build_report(runs, tmp_path / "c", reps=20, full_seeds=4).read_text()
 
 
 def test_statistics_on_synthetic_runs(tmp_path: Path) -> None:

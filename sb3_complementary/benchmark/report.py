@@ -686,11 +686,21 @@ def render_page(
         "the runs are produced by `python -m sb3_complementary.benchmark`."
     )
     add("")
-    min_seeds = min((len(data.complete_seeds[c]) for c in stats.aggregated), default=0)
+    # The headline compares the target with its baselines: only their seeds make it a first look.
+    headline = [c for c in stats.aggregated if c in (target, reference, *baselines)]
+    min_seeds = min((len(data.complete_seeds[c]) for c in headline), default=0)
     if min_seeds < full_seeds:
         add(
             f"> **First look, not the study:** some contenders have fewer than {full_seeds} complete seeds "
             f"(fewest: {min_seeds}). Numbers will move as the matrix fills."
+        )
+        add("")
+    filling = [c for c in stats.aggregated if c not in headline and len(data.complete_seeds[c]) < full_seeds]
+    if filling:
+        counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])})" for c in filling)
+        add(
+            f"> **Ablations still filling in** (complete seeds of {full_seeds} planned): {counts}. "
+            "Their rows are a first look."
         )
         add("")
 
