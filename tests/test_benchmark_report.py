@@ -23,6 +23,7 @@ ENVS = {
 }
 # Fraction of the way from random to reference reached at the end of training.
 SKILL = {"dqn": 0.7, "per": 0.75, "complementary": 0.9, "complementary-td": 0.6}
+KWARGS = {"complementary-td": {"contribution": "td"}}
 
 
 def synthetic_record(
@@ -37,7 +38,7 @@ def synthetic_record(
     data: dict[str, Any] = {
         "run_id": f"{contender}__{env}__s{seed}",
         "status": status,
-        "contender": {"name": contender, "algo": "stable_baselines3:DQN", "kwargs": {}},
+        "contender": {"name": contender, "algo": "stable_baselines3:DQN", "kwargs": KWARGS.get(contender, {})},
         "env": {
             "name": env,
             "env_id": env,
@@ -95,6 +96,12 @@ def test_report_writes_tables_and_pngs(tmp_path: Path) -> None:
     assert "`per__CartPole-v1__s9.json`" in text  # unreadable: listed
     assert "| `complementary` | `dqn` |" in text and "| `complementary` | `per` |" in text  # P(X > Y) rows
     assert "1.30 [1.30, 1.30] (n=6)" in text  # wall-clock ratio to dqn, all environments
+    headline = text.split("## Headline")[1].split("## Goal check")[0]
+    assert "| `complementary` | `complementary-td` |" not in headline  # ablation pairs have their own table
+    ablations = text.split("## Ablations")[1].split("## Wall-clock cost")[0]
+    assert "| `complementary-td` | `contribution='td'` | 2 |" in ablations
+    per_env = text.split("Normalised AUC per run")[1].split("Normalisation constants")[0]
+    assert "| `complementary-td` |" in per_env and "(3) |" in per_env  # every done run, complete seed or not
     assert "IQM of normalised AUC at least 1.10x" in text
     ess_section = text.split("### How far from uniform the replay samples")[1].split("## Figures")[0]
     # Per run the mean over eval points (0.5, 0.1, 0.2), then the median over seeds.
@@ -144,6 +151,10 @@ def test_statistics_on_synthetic_runs(tmp_path: Path) -> None:
     assert "dqn" not in stats.wallclock
     ratio = stats.iqm_ratio["complementary"]
     assert ratio.low <= ratio.point <= ratio.high and ratio.point > 1.0
+    # The ablation (skill 0.6) against the default (0.9): below it, on every seed and environment.
+    assert stats.ablations == ["complementary-td"]
+    assert stats.ablation_ratio["complementary-td"].high < 1.0
+    assert stats.poi["AUC"][("complementary", "complementary-td")].point == pytest.approx(1.0)
     tau, profiles, profile_cis = stats.profiles["AUC"]
     assert profiles["dqn"].shape == tau.shape and profile_cis["dqn"].shape == (2, *tau.shape)
     # Reproducible whatever the state of NumPy's global generator (rliable resamples from it).

@@ -251,6 +251,8 @@ class Statistics:
     aggregates: dict[str, dict[str, list[Interval]]]  # metric -> contender -> [IQM, mean, OG]
     poi: dict[str, dict[tuple[str, str], Interval]]  # metric -> (x, y) -> P(X > Y)
     iqm_ratio: dict[str, Interval]  # contender -> IQM(AUC) / IQM(AUC of reference)
+    ablations: list[str]  # aggregated contenders outside the headline (target, reference, baselines)
+    ablation_ratio: dict[str, Interval]  # ablation -> IQM(AUC) / IQM(AUC of target)
     profiles: dict[str, tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]]
     wallclock: dict[str, dict[str, Ratio]]  # contender -> env (or "all") -> ratio
     cpu_ratio: dict[str, Ratio]  # contender -> pooled CPU-time ratio
@@ -412,8 +414,10 @@ def compute_statistics(
         for contender in score_dict:
             aggregates[metric][contender] = [_interval(points[contender], cis[contender], i) for i in range(3)]
 
+    ablations = [c for c in aggregated if c not in (target, reference, *baselines)]
     pairs = [(target, b) for b in baselines if target in aggregated and b in aggregated and b != target]
     pairs += [(c, reference) for c in aggregated if c not in (reference, target) and reference in aggregated]
+    pairs += [(target, c) for c in ablations if target in aggregated]
     poi: dict[str, dict[tuple[str, str], Interval]] = {}
     for metric, score_dict in scores.items():
         # rliable's way: pairs "x,y" -> (scores_x, scores_y), each resampled independently
@@ -423,16 +427,8 @@ def compute_statistics(
         )
         poi[metric] = {(x, y): _interval(pair_points[f"{x},{y}"], pair_cis[f"{x},{y}"]) for x, y in pairs}
 
-    iqm_ratio: dict[str, Interval] = {}
-    if reference in aggregated:
-
-        def ratio_func(x: np.ndarray, y: np.ndarray) -> float:
-            denominator = rly_metrics.aggregate_iqm(y)
-            return float(rly_metrics.aggregate_iqm(x) / denominator) if denominator != 0 else float("nan")
-
-        ratio_scores = {c: (scores["AUC"][c], scores["AUC"][reference]) for c in aggregated if c != reference}
-        ratio_points, ratio_cis = interval_estimates(ratio_scores, ratio_func, reps=reps, seed=seed)
-        iqm_ratio = {c: _interval(ratio_points[c], ratio_cis[c]) for c in ratio_scores}
+    iqm_ratio = _iqm_ratios(scores["AUC"], [c for c in aggregated if c != reference], reference, reps, seed)
+    ablation_ratio = _iqm_ratios(scores["AUC"], ablations, target, reps, seed)
 
     profiles = {}
     for metric, score_dict in scores.items():
@@ -459,10 +455,35 @@ def compute_statistics(
         aggregates=aggregates,
         poi=poi,
         iqm_ratio=iqm_ratio,
+        ablations=ablations,
+        ablation_ratio=ablation_ratio,
         profiles=profiles,
         wallclock=wallclock,
         cpu_ratio=cpu_ratio,
     )
+
+
+def _iqm_ratios(
+    auc_scores: Mapping[str, np.ndarray], numerators: Sequence[str], denominator: str, reps: int, seed: int
+) -> dict[str, Interval]:
+    """
+    :param auc_scores: Contender -> AUC scores ``(n_seeds, n_envs)``.
+    :param numerators: Contenders to divide.
+    :param denominator: Contender divided by (none returned when it has no scores).
+    :return: Contender -> IQM(AUC) / IQM(AUC of ``denominator``), the two resampled independently.
+    """
+    from rliable import metrics as rly_metrics
+
+    if denominator not in auc_scores or not numerators:
+        return {}
+
+    def ratio_func(x: np.ndarray, y: np.ndarray) -> float:
+        below = rly_metrics.aggregate_iqm(y)
+        return float(rly_metrics.aggregate_iqm(x) / below) if below != 0 else float("nan")
+
+    ratio_scores = {c: (auc_scores[c], auc_scores[denominator]) for c in numerators}
+    points, cis = interval_estimates(ratio_scores, ratio_func, reps=reps, seed=seed)
+    return {c: _interval(points[c], cis[c]) for c in ratio_scores}
 
 
 # --------------------------------------------------------------------------- figures
@@ -747,6 +768,7 @@ def render_page(
     poi_rows = [
         [f"`{x}`", f"`{y}`", stats.poi["AUC"][(x, y)].fmt(), stats.poi["final"][(x, y)].fmt()]
         for (x, y) in stats.poi.get("AUC", {})
+        if x in headline and y in headline
     ]
     if poi_rows:
         add("Probability of improvement P(X > Y) (rliable; per-environment Mann-Whitney, averaged):")
@@ -759,6 +781,12 @@ def render_page(
     add("")
     add(_goal_table(stats, target, baselines, reference))
     add("")
+
+    if stats.ablations and target in stats.aggregated:
+        add(f"## Ablations: each one changes one setting of `{target}`")
+        add("")
+        add(_ablation_table(data, stats, target, reference))
+        add("")
 
     # Cost
     add("## Wall-clock cost")
@@ -799,6 +827,18 @@ def render_page(
                 cells.append("-")
         env_rows.append([f"`{contender}`", *cells])
     add(_table(["contender", *data.envs], env_rows))
+    add("")
+    add("Normalised AUC per run, mean ± std over seeds (n seeds):")
+    add("")
+    auc_rows = []
+    for contender in data.contenders:
+        cells = []
+        for env in data.envs:
+            seeds = sorted(data.curves[contender][env])
+            aucs = np.array([float(auc(data.normalized(contender, env, s))) for s in seeds])
+            cells.append(f"{aucs.mean():.3f} ± {aucs.std():.3f} ({len(aucs)})" if seeds else "-")
+        auc_rows.append([f"`{contender}`", *cells])
+    add(_table(["contender", *data.envs], auc_rows))
     add("")
     add("Normalisation constants:")
     add("")
@@ -942,6 +982,40 @@ def _goal_table(stats: Statistics, target: str, baselines: Sequence[str], refere
             ]
         )
     return _table(["target", "measured", "met?"], rows)
+
+
+def _ablation_table(data: ReportData, stats: Statistics, target: str, reference: str) -> str:
+    """:return: One row per ablation: its setting, IQM ratio to the target and P(target > ablation)."""
+    rows = []
+    for ablation in stats.ablations:
+        kwargs = next(r.data["contender"].get("kwargs", {}) for r in data.records if r.contender == ablation)
+        setting = ", ".join(f"`{k}={v!r}`" for k, v in sorted(kwargs.items())) or "(none)"
+        vs_reference = stats.poi["AUC"].get((ablation, reference))
+        rows.append(
+            [
+                f"`{ablation}`",
+                setting,
+                len(data.complete_seeds[ablation]),
+                stats.aggregates["AUC"][ablation][0].fmt(),
+                stats.ablation_ratio[ablation].fmt(2),
+                stats.poi["AUC"][(target, ablation)].fmt(),
+                stats.poi["final"][(target, ablation)].fmt(),
+                vs_reference.fmt() if vs_reference else "n/a",
+            ]
+        )
+    return _table(
+        [
+            "ablation",
+            "setting changed",
+            "seeds",
+            "IQM AUC [95% CI]",
+            f"IQM AUC / {target}",
+            f"P({target} > ablation), AUC",
+            f"P({target} > ablation), final",
+            f"P(ablation > {reference}), AUC",
+        ],
+        rows,
+    )
 
 
 def _ess_table(data: ReportData) -> str:
