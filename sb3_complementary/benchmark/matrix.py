@@ -11,7 +11,7 @@ A minimal matrix::
     seeds: 0-9
     contenders:
       dqn: {algo: dqn}
-      complementary-td: {algo: complementary, kwargs: {contribution: td}}
+      complementary-outcome: {algo: complementary, kwargs: {contribution: outcome}}
     suite:
       - env: CartPole-v1
         budget: 50000

@@ -32,10 +32,12 @@ class ComplementaryMixin(WeightedReplayMixin):
     its constructor takes every argument of the parent algorithm (positional ones included),
     plus these keyword knobs, the same for every algorithm:
 
-    :param contribution: What the extractor learns: ``"influence"`` (does a gradient step on the
-        transition lower the TD loss on fresh experience, more than the uniform control group's
-        transitions do), ``"outcome"`` (did training-episode returns improve after it was replayed)
-        or ``"td"`` (its ``|TD|`` rank: learned PER).
+    :param contribution: What the extractor learns: ``"td"`` (the transition's ``|TD|`` rank in its
+        batch: learned PER), ``"influence"`` (does a gradient step on the transition lower the TD
+        loss on fresh experience, more than the uniform control group's transitions do) or
+        ``"outcome"`` (did training-episode returns improve after it was replayed). ``"td"`` is the
+        default because the benchmark study measured it level with ``"influence"`` at a lower cost
+        (no probe pass per step; docs/benchmarks/history.md, attempt 5).
     :param alpha: Priority exponent on the scores, ``P ∝ (score + epsilon) ** alpha``, >= 0.
     :param beta: Initial IS exponent in [0, 1], annealed to 1 over ``learn()``.
     :param epsilon: Added to the scores, >= 0.
@@ -79,7 +81,7 @@ class ComplementaryMixin(WeightedReplayMixin):
     def __init__(
         self,
         *args: Any,
-        contribution: str = "influence",
+        contribution: str = "td",
         alpha: float = 0.6,
         beta: float = 0.4,
         epsilon: float = 1e-3,
