@@ -140,7 +140,7 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
     """Inside train(), the influence gets the batch's own output gradients and penultimate features."""
     # CrossQ without batch norm, so that the (s, a) half of its joint pass can be recomputed alone.
     overrides = {"policy_kwargs": {"net_arch": [16], "batch_norm": False}} if name == "ComplementaryCrossQ" else {}
-    model = build(name, seed=2, label_interval=1, **overrides)
+    model = build(name, seed=2, label_interval=1, contribution="influence", **overrides)
     model.learn(150)
     seen = {}
     sample, td_target, influence = model.replay_buffer.sample_weighted, model._td_target, model._influence
@@ -175,10 +175,19 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
     assert seen["checked"] == 2
 
 
-@pytest.mark.parametrize("name", ["ComplementarySAC", "ComplementaryTD3", "PrioritizedSAC"])
-def test_influence_only_on_labelled_steps_and_probe_once_per_call(name, monkeypatch):
+@pytest.mark.parametrize(
+    ("name", "contribution", "expected"),
+    [
+        ("ComplementarySAC", "influence", (2, 1)),
+        ("ComplementaryTD3", "influence", (2, 1)),
+        ("ComplementarySAC", "td", (0, 0)),  # the default signal needs no probe
+        ("PrioritizedSAC", None, (0, 0)),
+    ],
+)
+def test_influence_only_on_labelled_steps_and_probe_once_per_call(name, contribution, expected, monkeypatch):
     """label_interval=4: one step in four measures the influence; the probe is measured once per train() call."""
-    model = build(name, seed=0, **({"label_interval": 4} if SPECS[name].complementary else {}))
+    knobs = {"label_interval": 4, "contribution": contribution} if SPECS[name].complementary else {}
+    model = build(name, seed=0, **knobs)
     model.learn(150)
     calls = {"influence": 0, "probe": 0}
     influence, probe = model._influence, model._probe
@@ -193,5 +202,4 @@ def test_influence_only_on_labelled_steps_and_probe_once_per_call(name, monkeypa
     monkeypatch.setattr(model, "_influence", count("influence", influence))
     monkeypatch.setattr(model, "_probe", count("probe", probe))
     model.train(gradient_steps=8, batch_size=BATCH)
-    expected = (2, 1) if SPECS[name].complementary else (0, 0)
     assert (calls["influence"], calls["probe"]) == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from sb3_complementary.benchmark.hyperparams import (
 )
 from sb3_complementary.benchmark.matrix import default_matrix_path, load_matrix, parse_matrix, parse_seeds
 from sb3_complementary.benchmark.normalize import bit_flipping_optimal_return
+from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.common.contribution import SIGNALS
 
 
 def minimal(**overrides: Any) -> dict[str, Any]:
@@ -32,8 +35,10 @@ def test_default_matrix_matches_protocol() -> None:
     matrix = load_matrix()
     names = [c.name for c in matrix.contenders]
     assert names[:3] == ["dqn", "per", "complementary"]
-    ablations = {"complementary-outcome", "complementary-td", "complementary-nomix", "complementary-evict-lowest"}
-    assert ablations | {"complementary-label4"} <= set(names)
+    # Every contribution signal other than the default one is an ablation (BENCHMARK.md).
+    default_signal = inspect.signature(ComplementaryMixin.__init__).parameters["contribution"].default
+    signals = {f"complementary-{s}" for s in SIGNALS if s != default_signal}
+    assert signals | {"complementary-nomix", "complementary-evict-lowest", "complementary-label4"} <= set(names)
     budgets = {e.name: e.budget for e in matrix.suite}
     assert budgets["CartPole-v1"] == 50_000
     assert budgets["MountainCar-v0"] == 120_000
@@ -43,7 +48,7 @@ def test_default_matrix_matches_protocol() -> None:
     assert len(matrix.evaluation.timesteps(50_000)) == 20
     # Contenders get no shared hyperparameter through their kwargs.
     by_name = {c.name: c for c in matrix.contenders}
-    assert by_name["complementary-td"].kwargs == {"contribution": "td"}
+    assert by_name["complementary-influence"].kwargs == {"contribution": "influence"}
     assert by_name["complementary-nomix"].kwargs == {"uniform_fraction": 0.0}
     assert by_name["dqn"].algo == "stable_baselines3:DQN"
     # The sparse task: reference score is the closed-form optimum.

@@ -124,6 +124,7 @@ def test_influence_in_dqn_train_step_equals_brute_force(monkeypatch):
         learning_starts=10_000,  # only collect: train() is called by hand below
         buffer_size=500,
         policy_kwargs={"net_arch": [8]},
+        contribution="influence",
         probe_size=10,
         uniform_fraction=0.5,
         extractor_net_arch=[8],
@@ -170,6 +171,7 @@ def test_probe_batch_is_normalised_like_training_batches(monkeypatch):
         learning_starts=10_000,  # only collect: train() is called by hand below
         buffer_size=500,
         policy_kwargs={"net_arch": [8]},
+        contribution="influence",
         probe_size=10,
         extractor_net_arch=[8],
         seed=0,

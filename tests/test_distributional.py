@@ -155,7 +155,7 @@ def test_qrdqn_influence_of_different_actions_is_zero(learned_qrdqn):
 
 
 def test_qrdqn_training_step_measures_the_trained_rows(monkeypatch):
-    model = build("ComplementaryQRDQN", seed=2, label_interval=1)
+    model = build("ComplementaryQRDQN", seed=2, label_interval=1, contribution="influence")
     model.learn(100)
     seen = {}
     sample, td_target, influence = model.replay_buffer.sample_weighted, model._td_target, model._influence
