@@ -185,7 +185,7 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
     ],
 )
 def test_influence_only_on_labelled_steps_and_probe_once_per_call(name, contribution, expected, monkeypatch):
-    """label_interval=4: one step in four measures the influence; the probe is measured once per train() call."""
+    """label_interval=4: one step in four measures the influence, the probe once per train() call; td needs neither."""
     knobs = {"label_interval": 4, "contribution": contribution} if SPECS[name].complementary else {}
     model = build(name, seed=0, **knobs)
     model.learn(150)
