@@ -16,19 +16,17 @@ Exit status 1 if any pair differs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from sb3_complementary.benchmark.store import scan_runs
 
 
-def load_runs(folder: Path, contender: str) -> dict[str, dict]:
+def load_runs(folder: Path, contender: str) -> dict[str, dict[str, Any]]:
     """Done run files of ``contender`` in ``folder``, keyed by ``"<env>__s<seed>"``."""
-    runs = {}
-    for path in sorted(folder.glob(f"{contender}__*.json")):
-        record = json.loads(path.read_text())
-        if record.get("status") == "done":
-            runs[path.stem.removeprefix(f"{contender}__")] = record
-    return runs
+    records, _ = scan_runs(folder)
+    return {f"{r.env}__s{r.seed}": r.data for r in records if r.contender == contender and r.status == "done"}
 
 
 def main() -> int:
