@@ -38,7 +38,7 @@ def test_default_matrix_matches_protocol() -> None:
     # Every contribution signal other than the default one is an ablation (BENCHMARK.md).
     default_signal = inspect.signature(ComplementaryMixin.__init__).parameters["contribution"].default
     signals = {f"complementary-{s}" for s in SIGNALS if s != default_signal}
-    assert signals | {"complementary-nomix", "complementary-evict-lowest", "complementary-label4"} <= set(names)
+    assert signals | {"complementary-nomix", "complementary-evict-lowest"} <= set(names)
     budgets = {e.name: e.budget for e in matrix.suite}
     assert budgets["CartPole-v1"] == 50_000
     assert budgets["MountainCar-v0"] == 120_000
