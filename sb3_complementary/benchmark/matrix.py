@@ -88,6 +88,9 @@ class SuiteEntry:
     :param eval_env_kwargs: Keyword arguments that the evaluation env (and the random-policy
         measurement) takes instead of ``env_kwargs`` (merged over them), or None: the same env. A
         multi-task entry trains on one task schedule and evaluates every task in turn.
+    :param eval_task: ``"training"``: before every evaluation, pin the evaluation env (a
+        ``MultiTaskEnv``) to the task the training env runs at that moment (the drift entry:
+        the agent is scored on the task it is learning now); None: the evaluation env's own schedule.
     """
 
     name: str
@@ -98,6 +101,7 @@ class SuiteEntry:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     wrappers: tuple[str, ...] = ()
     eval_env_kwargs: dict[str, Any] | None = None
+    eval_task: str | None = None
 
     def env_dict(self) -> dict[str, Any]:
         """:return: JSON-safe description of the environment (what :func:`~.envs.make_env` needs)."""
@@ -109,7 +113,9 @@ class SuiteEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """:return: JSON-safe representation (stored in every run file)."""
-        extra = {} if self.eval_env_kwargs is None else {"eval_env_kwargs": self.eval_env_kwargs}
+        extra: dict[str, Any] = {} if self.eval_env_kwargs is None else {"eval_env_kwargs": self.eval_env_kwargs}
+        if self.eval_task is not None:
+            extra["eval_task"] = self.eval_task
         return {
             "name": self.name,
             **self.env_dict(),
@@ -371,6 +377,7 @@ _SUITE_KEYS = {
     "budget",
     "env_kwargs",
     "eval_env_kwargs",
+    "eval_task",
     "wrappers",
     "hyperparams",
     "zoo_id",
@@ -434,6 +441,9 @@ def _parse_entry(raw: Any, index: int, zoo_algo: str) -> SuiteEntry:
                 "state 'r_ref' and 'r_ref_source'"
             )
         reference = found
+    eval_task = spec.get("eval_task")
+    if eval_task not in (None, "training"):
+        raise ValueError(f"{where}: 'eval_task' must be 'training' (or absent), got {eval_task!r}")
     return SuiteEntry(
         name=name,
         env_id=env_id,
@@ -445,6 +455,7 @@ def _parse_entry(raw: Any, index: int, zoo_algo: str) -> SuiteEntry:
         eval_env_kwargs=(
             _mapping(spec["eval_env_kwargs"], f"{where} eval_env_kwargs") if "eval_env_kwargs" in spec else None
         ),
+        eval_task=eval_task,
     )
 
 

@@ -143,6 +143,10 @@ def _train(spec: RunSpec, record: dict[str, Any], curve: dict[str, list[Any]]) -
 
     def evaluate(timestep: int) -> float:
         start = time.perf_counter()
+        if entry.eval_task == "training":  # score the task being learned at this point
+            task = train_env.unwrapped.task_id  # type: ignore[attr-defined]
+            eval_env.envs[0].unwrapped.set_task(task)  # type: ignore[attr-defined]
+            curve.setdefault("eval_task", []).append(int(task))
         eval_env.seed(eval_seed)  # same start states at every eval point of this run
         returns, _ = evaluate_policy(
             model, eval_env, n_eval_episodes=spec.evaluation.episodes, deterministic=True, return_episode_rewards=True
@@ -154,7 +158,13 @@ def _train(spec: RunSpec, record: dict[str, Any], curve: dict[str, list[Any]]) -
         curve["returns"].append(values.tolist())
         buffer = model.replay_buffer
         if hasattr(buffer, "task_shares"):  # weighted replays: how concentrated, and on which tasks
-            curve.setdefault("ess_fraction", []).append(model.sampling_ess_fraction())
+            diagnostics = (
+                model.replay_diagnostics()
+                if hasattr(model, "replay_diagnostics")
+                else {"ess_fraction": model.sampling_ess_fraction()}
+            )
+            for name, value in diagnostics.items():
+                curve.setdefault(name, []).append(value)
             curve.setdefault("task_shares", []).append({str(k): list(v) for k, v in buffer.task_shares().items()})
         return time.perf_counter() - start
 

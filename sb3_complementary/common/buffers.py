@@ -168,6 +168,9 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.tree = SumTree(self.buffer_size * self.n_envs)
         self.scores = np.zeros(self.buffer_size * self.n_envs, dtype=np.float32)
         self.max_score = 1.0
+        #: Score of a new transition with ``initial_score="neutral"``: the extractor's "don't know"
+        #: (0.5 for a score in (0, 1); a density-ratio extractor sets 1, the mean ratio).
+        self.neutral_score = NEUTRAL_SCORE
         self.features = TransitionFeatures(self.buffer_size, self.n_envs, action_space)
         #: Rows added so far (one row = one transition per env); the clock for ages.
         self.n_added = 0
@@ -241,12 +244,15 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         rows = np.unique(self._unscored_rows)
         self._unscored_rows = []
         new = (rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
-        initial = self.max_score if self.initial_score == "max" else NEUTRAL_SCORE
+        initial = self._initial_score()
         self.scores[new] = initial
         self.tree.update(new, np.full(len(new), self.priority(initial)))
         if self.optimize_memory_usage and self.full:
             # The row at self.pos had its observation overwritten by next_obs: unsampleable until rewritten.
             self.tree.update(self.pos * self.n_envs + np.arange(self.n_envs), np.zeros(self.n_envs))
+
+    def _initial_score(self) -> float:
+        return self.max_score if self.initial_score == "max" else getattr(self, "neutral_score", NEUTRAL_SCORE)
 
     def priority(self, scores: np.ndarray | float) -> np.ndarray:
         """Sampling priority ``(max(score, floor) + epsilon) ** alpha`` of scores."""
@@ -306,12 +312,22 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param chunk_size: Transitions per forward pass.
         :return: ``(n_valid,)`` flat indices that were scored (same order as ``self.scores[indices]``).
         """
-        self._unscored_rows = []  # every row gets a fresh score below
         indices = self.valid_indices()
         scores = np.empty(len(indices), dtype=np.float32)
         for start in range(0, len(indices), chunk_size):
             chunk = indices[start : start + chunk_size]
             scores[start : start + chunk_size] = np.asarray(score_fn(self.feature_matrix(chunk))).reshape(-1)
+        self.set_all_scores(indices, scores)
+        return indices
+
+    def set_all_scores(self, indices: np.ndarray, scores: np.ndarray) -> None:
+        """
+        Replace every score at once and rebuild the tree: ``indices`` get ``scores``, every other leaf 0.
+
+        :param indices: ``(n_valid,)`` flat indices of every valid transition (``valid_indices()``).
+        :param scores: ``(n_valid,)`` their new scores (non-finite ones fall back to the floor, with a warning).
+        """
+        self._unscored_rows = []  # every row gets a fresh score below
         scores = self._sanitize(scores)
         self.scores[:] = 0.0
         self.scores[indices] = scores
@@ -320,7 +336,6 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         priorities = np.zeros(self.tree.capacity)
         priorities[indices] = self.priority(scores)
         self.tree.set_all(priorities)
-        return indices
 
     def feature_matrix(self, indices: np.ndarray, td_abs: np.ndarray | None = None) -> np.ndarray:
         """
@@ -340,24 +355,96 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         extra = observation_feature_dim(self.observation_space) if self.include_observation else 0
         return self.features.n_columns + extra
 
+    def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
+        """``(n, d)`` float32 observations for flat Box (or Dict of flat Box) spaces; None for images."""
+        space = self.observation_space
+        boxes = list(space.spaces.values()) if isinstance(space, spaces.Dict) else [space]
+        if not all(isinstance(box, spaces.Box) and len(box.shape) == 1 for box in boxes):
+            return None
+        parts = list(storage.values()) if isinstance(storage, dict) else [storage]
+        return np.concatenate([part[rows, envs].reshape(len(rows), -1) for part in parts], axis=1).astype(np.float32)
+
+    def ratio_inputs(self, indices: np.ndarray) -> np.ndarray:
+        """
+        ``(n, ratio_input_dim)`` input of the density-ratio extractor: what a transition *is*, never when it came.
+
+        Columns: observation, ``next_observation - observation``, action (one-hot for Discrete),
+        reward, terminal flag. The next-state difference lets the classifier see a change of
+        dynamics, not only of the state distribution. Age, sample counts and ``|TD|`` staleness are
+        left out on purpose: they tell the fast memory from the slow one by recency alone, and the
+        ratio would become a recency weight. The task id is left out too, so a multi-task ratio
+        weighs the behaviour, not the label. Image observations (and Dict spaces with non-flat
+        entries) fall back to the action, reward and terminal columns only.
+
+        :param indices: ``(n,)`` flat indices.
+        """
+        rows, envs = np.divmod(indices, self.n_envs)
+        features = self.features
+        columns = [
+            features.action[rows, envs],
+            features.reward[rows, envs][:, None],
+            features.terminal[rows, envs][:, None],
+        ]
+        obs = self._flat_observations(self.observations, rows, envs)
+        if obs is not None:
+            if self.optimize_memory_usage:
+                next_obs = self._flat_observations(self.observations, (rows + 1) % self.buffer_size, envs)
+            else:
+                next_obs = self._flat_observations(self.next_observations, rows, envs)
+            assert next_obs is not None
+            columns = [obs, next_obs - obs, *columns]
+        return np.concatenate(columns, axis=1).astype(np.float32)
+
+    @property
+    def ratio_input_dim(self) -> int:
+        """Width of :meth:`ratio_inputs`."""
+        return int(self.ratio_inputs(np.zeros(1, dtype=np.int64)).shape[1])
+
     def record_use(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
         """Feed back the ``|TD|`` just measured on sampled transitions, and count their use."""
         self.features.record_use(indices, td_abs, self.n_added)
 
     # ------------------------------------------------------------------ sampling
+    def _leaves(self) -> tuple[np.ndarray, float]:
+        """
+        The tree's priorities and their total, with the rows not yet flushed counted at their
+        initial score: what the next draw will see, computed without writing anything.
+        """
+        if not self._unscored_rows:
+            return self.tree.leaves, self.tree.total
+        leaves = self.tree.leaves.copy()
+        rows = np.unique(self._unscored_rows)
+        leaves[(rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)] = self.priority(
+            self._initial_score()
+        )
+        if self.optimize_memory_usage and self.full:
+            leaves[self.pos * self.n_envs + np.arange(self.n_envs)] = 0.0
+        return leaves, float(leaves.sum())
+
     def sampling_probabilities(self, indices: np.ndarray, uniform_share: float) -> np.ndarray:
         """
         Probability that one batch slot draws each transition, under the uniform/score mixture.
+
+        A query: it reads the scores as the next draw will see them and writes nothing.
 
         :param indices: ``(n,)`` flat indices of valid transitions.
         :param uniform_share: Share of the batch drawn uniformly.
         :return: ``(n,)`` probabilities ``u / N + (1 - u) * p_i / sum(p)``.
         """
-        self._flush_new()
-        n_valid = self.n_valid()
-        total = self.tree.total
-        score_part = self.tree.leaves[indices] / total if total > 0 else np.zeros(len(indices))
-        return uniform_share / n_valid + (1.0 - uniform_share) * score_part
+        leaves, total = self._leaves()
+        score_part = leaves[indices] / total if total > 0 else np.zeros(len(indices))
+        return uniform_share / self.n_valid() + (1.0 - uniform_share) * score_part
+
+    def replay_weights(self, indices: np.ndarray | None = None) -> np.ndarray:
+        """
+        ``(n,)`` ``N * P(i)`` under the uniform/score mixture: how many times as much as under
+        uniform replay each transition counts, whether it enters as a draw probability or as a
+        loss weight (mean 1 over the buffer; 1 everywhere for uniform replay).
+
+        :param indices: Flat indices (default: every valid transition).
+        """
+        indices = self.valid_indices() if indices is None else indices
+        return self.n_valid() * self.sampling_probabilities(indices, self.uniform_fraction)
 
     def _uniform_rows(self, n: int) -> np.ndarray:
         """Rows drawn exactly as SB3's uniform ``sample`` draws them (same RNG calls)."""
@@ -399,6 +486,25 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             weights=self.to_torch(weights.astype(np.float32).reshape(-1, 1)),
             raw_weights=raw_weights,
             control=control,
+        )
+
+    def sample_loss_weighted(self, batch_size: int, env: VecNormalize | None = None) -> WeightedSamples:
+        """
+        Draw a batch uniformly (SB3's own RNG calls) and weight each sample's loss by its
+        :meth:`replay_weights` (``N * P(i)``, mean 1 over the buffer) instead of drawing by it.
+
+        :param batch_size: Number of transitions.
+        :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
+        """
+        self._flush_new()
+        indices = self.uniform_indices(batch_size)
+        weights = self.replay_weights(indices)
+        return WeightedSamples(
+            samples=self.get_samples_at(indices, env),
+            indices=indices,
+            weights=self.to_torch(weights.astype(np.float32).reshape(-1, 1)),
+            raw_weights=weights,
+            control=np.zeros(batch_size, dtype=bool),
         )
 
     def select_from_candidates(

@@ -1,4 +1,4 @@
-"""The experience extractor's side of a Complementary algorithm: setup, feedback, callback, persistence."""
+"""The experience extractor's side of a Complementary algorithm: setup, fit, re-score, feedback, persistence."""
 
 from collections import deque
 from typing import Any
@@ -7,7 +7,9 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
 from stable_baselines3.common.type_aliases import MaybeCallback
+from torch.nn import functional as F
 
+from sb3_complementary.common import density_ratio
 from sb3_complementary.common.buffers import WeightedSamples
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, make_signal
@@ -17,6 +19,13 @@ from sb3_complementary.common.side_effects import preserved_rng
 from sb3_complementary.common.tasks import TASK_FEATURE_COLUMN
 from sb3_complementary.common.validation import check_choice, check_range
 from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
+
+#: What the extractor can learn: the fast/slow density ratio, or one of the label signals.
+CONTRIBUTIONS = ("density_ratio", *SIGNALS)
+#: How the replay weights enter the update: as draw probabilities, or as loss weights on uniform draws.
+WEIGHTINGS = ("sampling", "loss")
+#: Percentiles of ``N * P(i)`` recorded as the weight range.
+WEIGHT_PERCENTILES = (5, 95)
 
 
 class ComplementaryMixin(WeightedReplayMixin):
@@ -67,6 +76,15 @@ class ComplementaryMixin(WeightedReplayMixin):
         (``select_from_candidates`` of the buffer). The stored ``|TD|`` goes stale within one
         replay cycle, the fresh one is the feature that predicts the influence label
         (docs/benchmarks/history.md, attempt 2 diagnosed); the price is the extra forward pass.
+    :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest
+        transitions (indices into the buffer, never a copy), >= 1 and at most the buffer size.
+    :param ratio_temperature: ``"density_ratio"``: the ratio enters as ``ratio ** (1 / T)``, > 0.
+    :param ratio_cap: ``"density_ratio"``: largest self-normalised weight, >= 1.
+    :param weighting: ``"sampling"`` (draw ∝ the mixture of the uniform share and the scores) or
+        ``"loss"`` (draw uniformly as SB3 does, and weight each sample's loss by ``N * P(i)`` of
+        that same mixture).
+    :param ratio_is_exponent: ``"density_ratio"`` with ``weighting="sampling"``: the IS exponent, in
+        [0, 1], fixed (not annealed). 0 keeps the shift toward the current agent's data; 1 undoes it.
     :param task_balanced_labels: Multi-task runs: fit the extractor on each label's rank among the
         stored labels of the same task (``info["task_id"]``), the analogue of the paper's group-wise
         normalisation, so that one easy task cannot monopolise the replay. It changes the fitting
@@ -76,7 +94,7 @@ class ComplementaryMixin(WeightedReplayMixin):
 
     extractor: ExperienceExtractor
     label_store: LabelStore
-    contribution_signal: ContributionSignal
+    contribution_signal: ContributionSignal | None
 
     def __init__(
         self,
@@ -101,6 +119,11 @@ class ComplementaryMixin(WeightedReplayMixin):
         label_capacity: int = 20_000,
         label_interval: int = 1,
         candidate_pool: int = 0,
+        fast_memory: int = 2000,
+        ratio_temperature: float = 1.5,
+        ratio_cap: float = 10.0,
+        weighting: str = "sampling",
+        ratio_is_exponent: float = 0.0,
         task_balanced_labels: bool = False,
         _init_setup_model: bool = True,
         **kwargs: Any,
@@ -110,7 +133,18 @@ class ComplementaryMixin(WeightedReplayMixin):
         self._init_replay_knobs(
             alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation, eviction
         )
-        check_choice("contribution", contribution, tuple(SIGNALS))
+        check_choice("contribution", contribution, CONTRIBUTIONS)
+        check_choice("weighting", weighting, WEIGHTINGS)
+        check_range(
+            "fast_memory", fast_memory, low=1, high=self.buffer_size if contribution == "density_ratio" else None
+        )
+        check_range("ratio_temperature", ratio_temperature, low=0.0, low_open=True)
+        check_range("ratio_cap", ratio_cap, low=1.0)
+        check_range("ratio_is_exponent", ratio_is_exponent, low=0.0, high=1.0)
+        if weighting == "loss" and candidate_pool:
+            raise ValueError(
+                f"weighting='loss' draws uniformly: it cannot select from a candidate_pool ({candidate_pool})"
+            )
         net_arch = [64, 64] if extractor_net_arch is None else list(extractor_net_arch)
         if not net_arch or any(int(w) < 1 for w in net_arch):
             raise ValueError(f"extractor_net_arch must be a non-empty list of positive layer sizes, got {net_arch!r}")
@@ -145,29 +179,53 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.label_capacity = label_capacity
         self.label_interval = label_interval
         self.candidate_pool = int(candidate_pool)
+        self.fast_memory = int(fast_memory)
+        self.ratio_temperature = ratio_temperature
+        self.ratio_cap = ratio_cap
+        self.weighting = weighting
+        self.ratio_is_exponent = ratio_is_exponent
+        #: Held-out ROC AUC of the density-ratio classifier at its last fit (NaN before the first).
+        self.extractor_auc = float("nan")
         self._selection_ess: deque[float] = deque(maxlen=1000)
         self.task_balanced_labels = bool(task_balanced_labels)
         self._n_feedback = 0
         if _init_setup_model:
             self._setup_model()
 
+    @property
+    def learns_density_ratio(self) -> bool:
+        """Whether the extractor is the fast/slow classifier (else it regresses a label signal)."""
+        return self.contribution == "density_ratio"
+
     def _setup_model(self) -> None:
         super()._setup_model()
-        n_features = self.replay_buffer.n_features
+        buffer = self.replay_buffer
+        n_inputs = buffer.ratio_input_dim if self.learns_density_ratio else buffer.n_features
         # Initialising the extractor draws from torch's RNG: on a fork, so that the policy's own draws
         # (a SAC actor sampling actions) stay where the uniform parent algorithm would have them.
         with preserved_rng(self.device):
             self.extractor = ExperienceExtractor(
-                n_features,
+                n_inputs,
                 self.extractor_net_arch,
                 learning_rate=self.extractor_lr_ratio * self.lr_schedule(1.0),
                 device=self.device,
             )
         # Multi-task runs: fit on labels ranked within each task, so one easy task cannot monopolise the replay.
         task_column = TASK_FEATURE_COLUMN if self.task_balanced_labels else None
-        self.label_store = LabelStore(self.label_capacity, n_features, task_column=task_column)
-        self.contribution_signal = make_signal(self.contribution, self.label_store)
-        self.needs_influence = self.contribution_signal.needs_influence
+        self.label_store = LabelStore(self.label_capacity, buffer.n_features, task_column=task_column)
+        if self.learns_density_ratio:
+            self.contribution_signal = None
+            buffer.neutral_score = 1.0  # the mean ratio: a new transition counts as much as an average one
+        else:
+            self.contribution_signal = make_signal(self.contribution, self.label_store)
+        self.needs_influence = self.contribution_signal is not None and self.contribution_signal.needs_influence
+
+    def _begin_weighted_train(self) -> None:
+        if self.learns_density_ratio:
+            # The ratio's shift toward the current agent's data is the point: not annealed away.
+            self.replay_buffer.beta = self.ratio_is_exponent
+        else:
+            super()._begin_weighted_train()
 
     def _label_due(self) -> bool:
         """
@@ -177,9 +235,11 @@ class ComplementaryMixin(WeightedReplayMixin):
         and labelling (the influence's probe pass, the feature gather) is most of the extra cost
         per step, so labels are subsampled in time; |TD| and use counts are recorded every step.
         """
-        return self._n_feedback % self.label_interval == 0
+        return self.contribution_signal is not None and self._n_feedback % self.label_interval == 0
 
     def _draw_batch(self, batch_size: int) -> WeightedSamples:
+        if self.weighting == "loss":
+            return self.replay_buffer.sample_loss_weighted(batch_size, env=self._vec_normalize_env)
         if not self.candidate_pool:
             return super()._draw_batch(batch_size)
         buffer = self.replay_buffer
@@ -202,6 +262,7 @@ class ComplementaryMixin(WeightedReplayMixin):
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         self._record_weights(batch)
         if self._label_due():
+            assert self.contribution_signal is not None
             # With draw-time selection the batch was scored on its |TD| at the step's starting
             # parameters, which is td_abs: label the features it was selected on.
             fresh_td = td_abs if self.candidate_pool else None
@@ -214,6 +275,148 @@ class ComplementaryMixin(WeightedReplayMixin):
             )
         self.replay_buffer.record_use(batch.indices, td_abs)
         self._n_feedback += 1
+
+    # ------------------------------------------------------------------ the extractor's schedule
+    def fit_extractor(
+        self,
+        gradient_steps: int | None = None,
+        batch_size: int | None = None,
+        coupling_coef: float | None = None,
+    ) -> float:
+        """
+        Take the extractor's gradient steps (the :class:`ExtractorTrainingCallback` schedules this).
+
+        Density ratio (the fast/slow classifier): balanced BCE of the fast memory against the
+        whole buffer, then its held-out ROC AUC (``extractor_auc``). It waits until the buffer
+        holds twice the fast memory. Label signals: close the signal's window, then BCE on the
+        label store plus ``coupling_coef`` × KL(sampling distribution ‖ uniform).
+
+        :param gradient_steps: Default: ``extractor_gradient_steps``.
+        :param batch_size: Default: ``extractor_batch_size``.
+        :param coupling_coef: Label signals only. Default: the model's ``coupling_coef``.
+        :return: Mean loss of the fit (NaN when there was nothing to fit on yet).
+        """
+        gradient_steps = self.extractor_gradient_steps if gradient_steps is None else gradient_steps
+        batch_size = self.extractor_batch_size if batch_size is None else batch_size
+        coupling_coef = self.coupling_coef if coupling_coef is None else coupling_coef
+        buffer = self.replay_buffer
+        if self.learns_density_ratio:
+            if not density_ratio.fit_ready(buffer, self.fast_memory):
+                return float("nan")
+            loss = density_ratio.fit_classifier(
+                self.extractor, buffer, self.fast_memory, gradient_steps, batch_size, self.replay_rng
+            )
+            self.extractor_auc = density_ratio.held_out_auc(self.extractor, buffer, self.fast_memory, self.replay_rng)
+            self.logger.record("complementary/roc_auc", self.extractor_auc)
+        else:
+            assert self.contribution_signal is not None
+            self.contribution_signal.close_window(buffer.features.pop_finished_returns())
+            if len(self.label_store) < batch_size:
+                return float("nan")
+            loss = self._fit_on_labels(gradient_steps, batch_size, coupling_coef)
+            self.logger.record("complementary/positive_label_share", self.label_store.positive_share())
+        self.logger.record("complementary/extractor_loss", loss)
+        return loss
+
+    def _fit_on_labels(self, gradient_steps: int, batch_size: int, coupling_coef: float) -> float:
+        extractor = self.extractor
+        losses = []
+        for _ in range(gradient_steps):
+            features, labels = self.label_store.sample(batch_size, self.replay_rng)
+            x = th.as_tensor(features, device=extractor.device)
+            extractor.normalizer.update(x)
+            loss = F.binary_cross_entropy_with_logits(
+                extractor.logits(x), th.as_tensor(labels, device=extractor.device)
+            )
+            if coupling_coef > 0:
+                loss = loss + coupling_coef * self._kl_to_uniform(batch_size)
+            extractor.optimizer.zero_grad()
+            loss.backward()
+            extractor.optimizer.step()
+            losses.append(loss.item())
+        return float(np.mean(losses))
+
+    def _kl_to_uniform(self, n: int) -> th.Tensor:
+        """KL(P ‖ U) of the score-proportional distribution over a uniform sample of the buffer (differentiable)."""
+        buffer = self.replay_buffer
+        valid = buffer.valid_indices()
+        indices = valid[self.replay_rng.integers(0, len(valid), size=n)]
+        x = th.as_tensor(buffer.feature_matrix(indices), device=self.extractor.device)
+        priorities = (self.extractor(x).clamp_min(buffer.score_floor) + buffer.epsilon) ** buffer.alpha
+        p = priorities / priorities.sum()
+        return (p * th.log(p * n + 1e-12)).sum()
+
+    def refresh_scores(self, chunk_size: int = 65536) -> None:
+        """
+        Re-score every stored transition with batched forward passes, rebuild the sum tree, and
+        log the replay's health (:meth:`replay_diagnostics`, and the scores by age quartile).
+
+        Density ratio: the tempered, self-normalised, capped ratio of
+        :func:`~sb3_complementary.common.density_ratio.ratio_weights` (all 1 until the first fit).
+        """
+        buffer = self.replay_buffer
+        if self.learns_density_ratio:
+            indices = buffer.valid_indices()
+            if np.isnan(self.extractor_auc):  # not fitted yet: every transition counts the same
+                weights = np.ones(len(indices), dtype=np.float32)
+            else:
+                logits = np.concatenate(
+                    [
+                        self._ratio_logits(indices[start : start + chunk_size])
+                        for start in range(0, len(indices), chunk_size)
+                    ]
+                )
+                weights = density_ratio.ratio_weights(logits, self.ratio_temperature, self.ratio_cap)
+            buffer.set_all_scores(indices, weights)
+        else:
+            indices = buffer.refresh_scores(self.extractor.score, chunk_size)
+        for name, value in self.replay_diagnostics().items():
+            self.logger.record(f"complementary/{name}", value)
+        rows, envs = np.divmod(indices, buffer.n_envs)
+        ages = buffer.n_added - buffer.features.insert_step[rows, envs]
+        quartile = np.minimum((np.argsort(np.argsort(ages)) * 4) // len(ages), 3)
+        scores = buffer.scores[indices]
+        for q in range(4):
+            if np.any(quartile == q):
+                # q1 = youngest quarter of the buffer, q4 = oldest.
+                self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
+        self._log_task_shares(buffer.task_shares(indices))
+
+    @th.no_grad()
+    def _ratio_logits(self, indices: np.ndarray) -> np.ndarray:
+        x = th.as_tensor(self.replay_buffer.ratio_inputs(indices), device=self.extractor.device)
+        return self.extractor.logits(x).cpu().numpy()
+
+    def replay_diagnostics(self) -> dict[str, float]:
+        """
+        What the replay does now, as a query (nothing is written): the ESS fraction of the replay
+        distribution (1 = uniform), the range of ``N * P(i)`` over the buffer (``weight_p5``,
+        ``weight_p95``, ``weight_max``; 1 everywhere for uniform replay) and the classifier's
+        held-out ROC AUC (``roc_auc``, NaN for label signals and before the first fit).
+        """
+        weights = self.replay_buffer.replay_weights()
+        p5, p95 = np.percentile(weights, WEIGHT_PERCENTILES) if weights.size else (1.0, 1.0)
+        return {
+            "ess_fraction": self.sampling_ess_fraction(),
+            "weight_p5": float(p5),
+            "weight_p95": float(p95),
+            "weight_max": float(weights.max()) if weights.size else 1.0,
+            "roc_auc": self.extractor_auc,
+        }
+
+    def _log_task_shares(self, shares: dict[int, tuple[float, float]]) -> None:
+        """
+        Multi-task runs only (more than one task id stored): per task, the share of replay draws
+        (``complementary/task_{k}_sample_share``) beside its share of the stored data
+        (``complementary/task_{k}_data_share``), to show whether one task monopolises the replay.
+
+        :param shares: From :meth:`~sb3_complementary.common.buffers.ComplementaryReplayBuffer.task_shares`.
+        """
+        if len(shares) < 2:
+            return  # single-task run: nothing to compare
+        for task, (sample_share, data_share) in shares.items():
+            self.logger.record(f"complementary/task_{task}_sample_share", sample_share)
+            self.logger.record(f"complementary/task_{task}_data_share", data_share)
 
     def _setup_learn(
         self,

@@ -1,0 +1,136 @@
+"""
+What the density-ratio extractor learns: the fast (recent) memory against the slow (whole) memory.
+
+The extractor is a classifier ``c(x) = P(x comes from the fast memory)``, trained on balanced
+batches: half from the ``fast_memory`` freshest transitions (label 1), half drawn uniformly from
+the whole buffer (label 0). With balanced classes its odds estimate the density ratio
+``d_fast(x) / d_slow(x) = c / (1 - c) = exp(logit)``: how much a stored transition looks like what
+the agent does now. The labels are free and exact, and they move with the policy, because the
+fast memory does (likelihood-free importance weights, Sinha et al., L4DC 2022).
+
+The ratio is tempered (``w ** (1 / T)``), self-normalised to mean 1 over the buffer and capped;
+the replay mixes it with a uniform share (see ``sampling_probabilities`` of the buffer).
+
+A fixed slice of the buffer (flat indices divisible by :data:`HOLDOUT_MODULUS`) is never trained
+on: the classifier's ROC AUC on it is the held-out evidence that the extractor learns something.
+"""
+
+import warnings
+
+import numpy as np
+import torch as th
+from sklearn.metrics import roc_auc_score
+from torch.nn import functional as F
+
+from sb3_complementary.common.buffers import ComplementaryReplayBuffer
+from sb3_complementary.common.extractor import ExperienceExtractor
+
+#: Flat indices ``i`` with ``i % HOLDOUT_MODULUS == 0`` are held out of every fit.
+HOLDOUT_MODULUS = 8
+#: Held-out transitions drawn from the slow memory to measure the ROC AUC.
+AUC_SAMPLE = 2048
+
+
+def held_out(indices: np.ndarray) -> np.ndarray:
+    """``(n,)`` True where a flat index belongs to the held-out slice."""
+    return indices % HOLDOUT_MODULUS == 0
+
+
+def fit_ready(buffer: ComplementaryReplayBuffer, fast_memory: int) -> bool:
+    """Whether the buffer holds at least twice the fast memory: before that, fast and slow are nearly the same data."""
+    return buffer.n_valid() >= 2 * fast_memory
+
+
+def _draw(pool: np.ndarray, n: int, rng: np.random.Generator, keep_held_out: bool) -> np.ndarray:
+    pool = pool[held_out(pool) == keep_held_out]
+    return pool[rng.integers(0, len(pool), size=n)]
+
+
+def fit_classifier(
+    extractor: ExperienceExtractor,
+    buffer: ComplementaryReplayBuffer,
+    fast_memory: int,
+    gradient_steps: int,
+    batch_size: int,
+    rng: np.random.Generator,
+) -> float:
+    """
+    Take ``gradient_steps`` balanced BCE steps of fast (label 1) against slow (label 0).
+
+    :param extractor: The classifier; its normaliser is updated on every batch.
+    :param buffer: The replay buffer (the slow memory); its ``fast_memory`` freshest transitions are the fast one.
+    :param fast_memory: Size of the fast memory, in transitions.
+    :param gradient_steps: Adam steps.
+    :param batch_size: Transitions per step (half fast, half slow).
+    :param rng: The model's replay RNG (never NumPy's global one, which SB3's sampling uses).
+    :return: The mean loss over the steps.
+    """
+    fast_pool = buffer.recent_indices(fast_memory)
+    slow_pool = buffer.valid_indices()
+    n_fast = batch_size // 2
+    labels = th.cat([th.ones(n_fast), th.zeros(batch_size - n_fast)]).to(extractor.device)
+    losses = []
+    for _ in range(gradient_steps):
+        indices = np.concatenate(
+            [
+                _draw(fast_pool, n_fast, rng, keep_held_out=False),
+                _draw(slow_pool, batch_size - n_fast, rng, keep_held_out=False),
+            ]
+        )
+        x = th.as_tensor(buffer.ratio_inputs(indices), device=extractor.device)
+        extractor.normalizer.update(x)
+        loss = F.binary_cross_entropy_with_logits(extractor.logits(x), labels)
+        extractor.optimizer.zero_grad()
+        loss.backward()
+        extractor.optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses))
+
+
+@th.no_grad()
+def held_out_auc(
+    extractor: ExperienceExtractor,
+    buffer: ComplementaryReplayBuffer,
+    fast_memory: int,
+    rng: np.random.Generator,
+) -> float:
+    """
+    ROC AUC of the classifier on held-out transitions: every held-out one of the fast memory
+    against :data:`AUC_SAMPLE` held-out ones of the whole buffer. 0.5 = it cannot tell them apart.
+    """
+    fast = buffer.recent_indices(fast_memory)
+    fast = fast[held_out(fast)]
+    slow = _draw(buffer.valid_indices(), AUC_SAMPLE, rng, keep_held_out=True)
+    indices = np.concatenate([fast, slow])
+    logits = extractor.logits(th.as_tensor(buffer.ratio_inputs(indices), device=extractor.device))
+    labels = np.concatenate([np.ones(len(fast)), np.zeros(len(slow))])
+    return float(roc_auc_score(labels, logits.cpu().numpy()))
+
+
+def ratio_weights(logits: np.ndarray, temperature: float, cap: float) -> np.ndarray:
+    """
+    Tempered, self-normalised, capped density ratios from the classifier's logits.
+
+    ``w = exp(logit / T)`` (the ratio ``c / (1 - c)`` to the power ``1 / T``), divided by its
+    mean over ``logits``, then clipped to ``cap``. A non-finite logit gets weight 1 (uniform)
+    with a warning: a broken classifier output never starves or floods a transition.
+
+    :param logits: ``(n,)`` classifier logits of the transitions being weighted (the whole buffer).
+    :param temperature: ``T > 0``; larger is flatter.
+    :param cap: Largest weight, ``>= 1``.
+    :return: ``(n,)`` float32 weights, mean 1 before the cap.
+    """
+    logits = np.asarray(logits, dtype=np.float64).reshape(-1)
+    finite = np.isfinite(logits)
+    if not finite.all():
+        warnings.warn(
+            f"{int((~finite).sum())} non-finite extractor outputs: those transitions get the uniform weight",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    weights = np.ones_like(logits)
+    if finite.any():
+        scaled = logits[finite] / temperature
+        tempered = np.exp(scaled - scaled.max())  # shift: the mean normalisation cancels it
+        weights[finite] = tempered / tempered.mean()
+    return np.minimum(weights, cap).astype(np.float32)
