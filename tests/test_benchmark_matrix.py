@@ -218,6 +218,10 @@ def test_parse_seeds_malformed(spec: Any) -> None:
         ),
         (minimal(suite=[{"env": "CartPole-v1", "budget": 100}, {"env": "CartPole-v1", "budget": 100}]), "duplicate"),
         (minimal(suite=[]), "'suite' must be a non-empty list"),
+        (
+            minimal(suite=[{"env": "CartPole-v1", "budget": 100, "eval_task": "latest"}]),
+            "suite entry 'CartPole-v1': 'eval_task' must be 'training' \\(or absent\\), got 'latest'",
+        ),
         (minimal(eval={"fraction": 0.3}), "fraction must divide 1"),
         (minimal(eval={"fraction": "often"}), "fraction must be a number"),
         (minimal(version=2), "version 2 is not supported"),

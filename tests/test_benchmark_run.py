@@ -111,6 +111,57 @@ def test_crash_is_recorded_and_matrix_goes_on(tmp_path: Path, keep_torch_threads
     assert read_run_file(run_path(out, "dqn__CartPole-v1__s0"))[0] == "done"
 
 
+def test_drift_entry_evaluates_the_task_being_trained_and_records_replay_diagnostics(
+    tmp_path: Path, keep_torch_threads: None
+) -> None:
+    doc = {
+        "seeds": "0",
+        "eval": {"fraction": 0.25, "episodes": 2},
+        "random_policy": {"episodes": 5, "seed": 0},
+        "contenders": {
+            "density": {
+                "algo": "complementary",
+                "kwargs": {
+                    "contribution": "density_ratio",
+                    "fast_memory": 100,
+                    "extractor_train_freq": 100,
+                    "refresh_interval": 100,
+                },
+            }
+        },
+        "suite": [
+            {
+                "name": "CartPole-drift",
+                "env": "sb3_complementary.multitask:MultiTaskEnv",
+                "env_kwargs": {
+                    "tasks": "cartpole",
+                    "schedule": "sequential",
+                    "block_steps": 200,
+                    "variants": ["default", "short_pole"],
+                },
+                "eval_env_kwargs": {"schedule": "round_robin", "block_steps": None},
+                "eval_task": "training",
+                "budget": 800,
+                "hyperparams": TINY_HYPERPARAMS,
+                "r_ref": 500,
+                "r_ref_source": "CartPole's maximum return",
+            }
+        ],
+    }
+    matrix = tmp_path / "m.yml"
+    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "runs"
+    assert runner.main(["--matrix", str(matrix), "--out", str(out), "--workers", "0", "--no-progress"]) == 0
+    state, record = read_run_file(run_path(out, "density__CartPole-drift__s0"))
+    assert state == "done" and record is not None
+    curve = record["curve"]
+    # Task 1 (short_pole) is trained from the first episode after 200 steps: the 600- and 800-step evaluations.
+    assert curve["eval_task"][0] == 0 and curve["eval_task"][-2:] == [1, 1]
+    for name in ("ess_fraction", "weight_p5", "weight_p95", "weight_max", "roc_auc"):
+        assert len(curve[name]) == len(curve["timesteps"])
+    assert 0.0 <= curve["roc_auc"][-1] <= 1.0 and curve["weight_max"][-1] > 1.0
+
+
 def test_killed_worker_leaves_no_file_and_the_matrix_goes_on(tmp_path: Path) -> None:
     contenders = {"dying": {"algo": f"{__name__}:DyingDQN"}, "dqn": {"algo": "dqn"}}
     matrix = write_tiny_matrix(tmp_path / "m.yml", contenders, budget=200)

@@ -1,0 +1,205 @@
+"""The density-ratio extractor: fast/slow classification, the weights it makes, how they enter, its diagnostics."""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+
+from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, ExperienceExtractor
+from sb3_complementary.common import density_ratio
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR
+
+DENSITY: dict[str, Any] = {
+    **TINY_DQN,
+    **TINY_EXTRACTOR,
+    "contribution": "density_ratio",
+    "alpha": 1.0,
+    "initial_score": "neutral",
+    "fast_memory": 100,
+}
+
+
+def shifted_buffer(n_rows: int, n_fast: int, shift: float, seed: int = 0, n_envs: int = 1) -> ComplementaryReplayBuffer:
+    """A buffer of 2-d Gaussian observations whose ``n_fast`` freshest rows are moved by ``shift``."""
+    space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
+    buffer = ComplementaryReplayBuffer(n_rows * n_envs, space, spaces.Discrete(2), device="cpu", n_envs=n_envs)
+    rng = np.random.default_rng(seed)
+    for t in range(n_rows):
+        obs = rng.normal(size=(n_envs, 2)).astype(np.float32) + (shift if t >= n_rows - n_fast else 0.0)
+        next_obs = obs + rng.normal(scale=0.1, size=obs.shape).astype(np.float32)
+        actions = rng.integers(0, 2, size=(n_envs, 1))
+        rewards = np.ones(n_envs, dtype=np.float32)
+        buffer.add(obs, next_obs, actions, rewards, np.zeros(n_envs), [{} for _ in range(n_envs)])
+    return buffer
+
+
+def fitted_auc(buffer: ComplementaryReplayBuffer, n_fast: int, steps: int = 300) -> float:
+    th.manual_seed(0)
+    extractor = ExperienceExtractor(buffer.ratio_input_dim, [32], learning_rate=3e-3)
+    rng = np.random.default_rng(0)
+    density_ratio.fit_classifier(extractor, buffer, n_fast, steps, 128, rng)
+    return density_ratio.held_out_auc(extractor, buffer, n_fast, rng)
+
+
+# ------------------------------------------------------------------ what the classifier learns
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_classifier_separates_a_shifted_fast_memory(n_envs):
+    # The slow memory contains the fast one (1/6 of it), so the best possible AUC is about
+    # 5/6 * Phi(2) + 1/6 * 0.5 = 0.90 for this shift of 2 per dimension.
+    buffer = shifted_buffer(1200, 200, shift=2.0, n_envs=n_envs)
+    assert fitted_auc(buffer, 200 * n_envs) > 0.85
+
+
+def test_classifier_cannot_separate_by_recency_alone():
+    # Same distribution everywhere: only the insertion time tells fast from slow. If age, sample
+    # counts or TD staleness leaked into the inputs, the AUC would be near 1.
+    buffer = shifted_buffer(1200, 200, shift=0.0)
+    assert 0.35 < fitted_auc(buffer, 200) < 0.65
+
+
+def test_ratio_inputs_hold_observation_next_state_change_action_reward_terminal():
+    buffer = shifted_buffer(10, 0, shift=0.0)
+    x = buffer.ratio_inputs(np.array([3]))
+    assert buffer.ratio_input_dim == x.shape[1] == 2 + 2 + 2 + 1 + 1
+    obs, next_obs = buffer.observations[3, 0], buffer.next_observations[3, 0]
+    np.testing.assert_allclose(x[0, :2], obs)
+    np.testing.assert_allclose(x[0, 2:4], next_obs - obs)
+    assert x[0, 4:6].sum() == 1 and x[0, 6] == 1.0 and x[0, 7] == 0.0
+
+
+def test_image_observations_fall_back_to_action_reward_terminal():
+    space = spaces.Box(0, 255, shape=(3, 8, 8), dtype=np.uint8)
+    buffer = ComplementaryReplayBuffer(16, space, spaces.Discrete(3), device="cpu")
+    assert buffer.ratio_input_dim == 3 + 1 + 1
+
+
+def test_fits_never_train_on_the_held_out_slice(monkeypatch):
+    buffer = shifted_buffer(800, 100, shift=1.0)
+    extractor = ExperienceExtractor(buffer.ratio_input_dim, [8], learning_rate=1e-3)
+    seen: list[np.ndarray] = []
+    original = buffer.ratio_inputs
+
+    def recording(indices: np.ndarray) -> np.ndarray:
+        seen.append(indices.copy())
+        return original(indices)
+
+    monkeypatch.setattr(buffer, "ratio_inputs", recording)
+    density_ratio.fit_classifier(extractor, buffer, 100, 20, 64, np.random.default_rng(0))
+    trained = np.concatenate(seen)
+    assert not density_ratio.held_out(trained).any()
+    fast = trained.reshape(20, 64)[:, :32]
+    assert fast.min() >= 700  # the first half of every batch is the fast memory
+
+
+# ------------------------------------------------------------------ the weights
+def test_ratio_weights_are_tempered_self_normalised_and_capped():
+    logits = np.random.default_rng(0).normal(scale=2.0, size=5000)
+    sharp = density_ratio.ratio_weights(logits, temperature=1.0, cap=1e9)
+    np.testing.assert_allclose(sharp.mean(), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(sharp, np.exp(logits) / np.exp(logits).mean(), rtol=1e-4)
+    assert np.all(np.diff(sharp[np.argsort(logits)]) >= 0)  # monotone in the classifier's odds
+
+    def ess(w: np.ndarray) -> float:
+        return float(w.mean() ** 2 / (w**2).mean())
+
+    flat = density_ratio.ratio_weights(logits, temperature=4.0, cap=1e9)
+    assert ess(flat) > ess(sharp)
+    capped = density_ratio.ratio_weights(logits, temperature=1.0, cap=3.0)
+    assert capped.max() == pytest.approx(3.0) and (sharp > 3).any()
+
+
+def test_non_finite_logits_get_the_uniform_weight_with_a_warning():
+    logits = np.array([0.0, np.nan, 1.0, np.inf, -1.0])
+    with pytest.warns(RuntimeWarning, match="2 non-finite extractor outputs"):
+        weights = density_ratio.ratio_weights(logits, temperature=1.0, cap=10.0)
+    assert weights[1] == weights[3] == 1.0
+    np.testing.assert_allclose(weights[[0, 2, 4]].mean(), 1.0, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ the model
+def cartpole_model(**overrides: Any) -> ComplementaryDQN:
+    return ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), seed=0, **{**DENSITY, **overrides})
+
+
+def test_model_fits_rescores_and_reports_diagnostics():
+    model = cartpole_model()
+    model.learn(600)
+    diagnostics = model.replay_diagnostics()
+    assert set(diagnostics) == {"ess_fraction", "weight_p5", "weight_p95", "weight_max", "roc_auc"}
+    assert 0.0 <= diagnostics["roc_auc"] <= 1.0
+    weights = model.replay_buffer.replay_weights()
+    assert weights.max() > 1.0 > weights.min()  # the re-score moved the weights off uniform
+    assert diagnostics["weight_max"] == pytest.approx(weights.max())
+    assert model.replay_buffer.beta == 0.0  # the ratio is not undone by IS weights
+
+
+def test_fast_memory_waits_for_a_buffer_twice_its_size():
+    model = cartpole_model(fast_memory=400, buffer_size=1000)
+    model.learn(500)  # fewer than 800 transitions: fast and slow would be nearly the same data
+    assert np.isnan(model.extractor_auc)
+    np.testing.assert_allclose(model.replay_buffer.replay_weights(), 1.0)
+
+
+def test_alpha_zero_control_keeps_the_machinery_and_draws_uniformly():
+    model = cartpole_model(alpha=0.0)
+    model.learn(600)
+    assert np.isfinite(model.extractor_auc)  # the classifier was fitted
+    np.testing.assert_allclose(model.replay_buffer.replay_weights(), 1.0)
+    assert model.replay_diagnostics()["ess_fraction"] == pytest.approx(1.0)
+
+
+def test_loss_weighting_draws_as_sb3_and_weights_by_the_mixture():
+    model = cartpole_model(weighting="loss")
+    model.learn(600)
+    buffer = model.replay_buffer
+    np.random.seed(7)
+    batch = buffer.sample_loss_weighted(64)
+    np.random.seed(7)
+    rows = np.random.randint(0, buffer.buffer_size if buffer.full else buffer.pos, size=64)  # as SB3 draws
+    envs = np.random.randint(0, buffer.n_envs, size=64)
+    np.testing.assert_array_equal(batch.indices, rows * buffer.n_envs + envs)
+    np.testing.assert_allclose(batch.weights.numpy().reshape(-1), buffer.replay_weights(batch.indices), rtol=1e-6)
+    assert buffer.replay_weights().mean() == pytest.approx(1.0)
+
+
+def test_non_finite_classifier_output_falls_back_to_uniform_and_training_goes_on():
+    model = cartpole_model()
+    model.learn(400)
+    with th.no_grad():
+        model.extractor.net[0].weight.fill_(float("nan"))
+    with pytest.warns(RuntimeWarning, match="non-finite extractor outputs"):
+        model.refresh_scores()
+    np.testing.assert_allclose(model.replay_buffer.replay_weights(), 1.0)
+
+
+def test_queries_write_nothing():
+    model = cartpole_model()
+    model.learn(400)
+    buffer = model.replay_buffer
+    buffer.add(np.zeros((1, 4)), np.zeros((1, 4)), np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
+    leaves, pending = buffer.tree.leaves.copy(), list(buffer._unscored_rows)
+    diagnostics = model.replay_diagnostics()
+    buffer.task_shares()
+    np.testing.assert_array_equal(buffer.tree.leaves, leaves)
+    assert buffer._unscored_rows == pending
+    buffer._flush_new()  # what the next draw sees is what the query reported
+    assert model.replay_diagnostics() == pytest.approx(diagnostics, nan_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("knob", "value", "message"),
+    [
+        ("ratio_temperature", 0.0, r"ratio_temperature must be in \(0.0, inf\], got 0.0"),
+        ("ratio_cap", 0.5, r"ratio_cap must be in \[1.0, inf\], got 0.5"),
+        ("fast_memory", 0, r"fast_memory must be in \[1, 500\], got 0"),
+        ("fast_memory", 501, r"fast_memory must be in \[1, 500\], got 501"),
+        ("weighting", "both", r"weighting must be one of \['sampling', 'loss'\], got 'both'"),
+        ("ratio_is_exponent", 1.5, r"ratio_is_exponent must be in \[0.0, 1.0\], got 1.5"),
+    ],
+)
+def test_bad_knobs_name_the_knob_its_range_and_the_value(knob, value, message):
+    with pytest.raises(ValueError, match=message):
+        cartpole_model(**{knob: value})
