@@ -155,7 +155,7 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
             seen["target"] = target
         return target
 
-    def spy_influence(out_grad, penultimate, probe):
+    def spy_influence(out_grad, penultimate):
         samples = seen["batch"].samples
         with side_effect_free(model.policy, model.device), capture_input(head_of(model)) as phi:
             model.critic(samples.observations, samples.actions)
@@ -166,7 +166,7 @@ def test_training_step_measures_the_trained_rows_at_the_first_critic(name, monke
                 expected_grad, _ = model._probe_gradients(samples, seen["target"])
             th.testing.assert_close(out_grad, expected_grad)
         seen["checked"] = seen.get("checked", 0) + 1
-        return influence(out_grad, penultimate, probe)
+        return influence(out_grad, penultimate)
 
     monkeypatch.setattr(model.replay_buffer, "sample_weighted", spy_sample)
     monkeypatch.setattr(model, "_td_target", spy_target)
@@ -190,7 +190,7 @@ def test_influence_only_on_labelled_steps_and_probe_once_per_call(name, contribu
     model = build(name, seed=0, **knobs)
     model.learn(150)
     calls = {"influence": 0, "probe": 0}
-    influence, probe = model._influence, model._probe
+    influence, recent_indices = model._influence, model.replay_buffer.recent_indices
 
     def count(key, fn):
         def wrapped(*args, **kwargs):
@@ -200,6 +200,6 @@ def test_influence_only_on_labelled_steps_and_probe_once_per_call(name, contribu
         return wrapped
 
     monkeypatch.setattr(model, "_influence", count("influence", influence))
-    monkeypatch.setattr(model, "_probe", count("probe", probe))
+    monkeypatch.setattr(model.replay_buffer, "recent_indices", count("probe", recent_indices))  # the probe's gather
     model.train(gradient_steps=8, batch_size=BATCH)
     assert (calls["influence"], calls["probe"]) == expected

@@ -170,7 +170,7 @@ def test_qrdqn_training_step_measures_the_trained_rows(monkeypatch):
             seen["target"] = target
         return target
 
-    def spy_influence(out_grad, penultimate, probe):
+    def spy_influence(out_grad, penultimate):
         samples = seen["batch"].samples
         with side_effect_free(model.policy, model.device):
             expected_grad, expected_phi = model._probe_gradients(samples, seen["target"])
@@ -180,7 +180,7 @@ def test_qrdqn_training_step_measures_the_trained_rows(monkeypatch):
         th.testing.assert_close(penultimate, expected_phi)
         th.testing.assert_close(out_grad, expected_grad)
         seen["checked"] = seen.get("checked", 0) + 1
-        return influence(out_grad, penultimate, probe)
+        return influence(out_grad, penultimate)
 
     monkeypatch.setattr(model.replay_buffer, "sample_weighted", spy_sample)
     monkeypatch.setattr(model, "_td_target", spy_target)

@@ -221,11 +221,10 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.needs_influence = self.contribution_signal is not None and self.contribution_signal.needs_influence
 
     def _begin_weighted_train(self) -> None:
+        super()._begin_weighted_train()
         if self.learns_density_ratio:
             # The ratio's shift toward the current agent's data is the point: not annealed away.
             self.replay_buffer.beta = self.ratio_is_exponent
-        else:
-            super()._begin_weighted_train()
 
     def _label_due(self) -> bool:
         """

@@ -91,6 +91,8 @@ class WeightedReplayMixin(_Base):
     #: Whether ``train()`` must compute each sample's last-layer influence (the influence signal).
     needs_influence: bool = False
     probe_size: int
+    #: The current ``train()`` call's probe batch (:meth:`_probe`), measured when first needed.
+    _train_probe: Probe | None = None
 
     def _init_replay_knobs(
         self,
@@ -147,7 +149,8 @@ class WeightedReplayMixin(_Base):
         self.replay_rng = np.random.default_rng(self.seed)
 
     def _begin_weighted_train(self) -> None:
-        """Anneal ``beta`` linearly from its initial value to 1 over the training budget."""
+        """Start a ``train()`` call: forget the last call's probe; anneal ``beta`` linearly to 1 over the budget."""
+        self._train_probe = None
         progress = 1.0 - self._current_progress_remaining
         self.replay_buffer.beta = self.beta + (1.0 - self.beta) * progress
 
@@ -195,26 +198,28 @@ class WeightedReplayMixin(_Base):
         The probe batch (the ``probe_size`` freshest transitions, normalised like training batches)
         and its TD targets.
 
-        A ``train()`` call measures it once, on the first step that needs the influence. The
+        A ``train()`` call measures it once, on the first step that needs the influence, and keeps it. The
         targets are measured without side effects: no gradient, the policy in eval mode,
         torch's RNG preserved (a SAC probe samples next actions, and must not shift the stream
         that training draws from).
         """
-        buffer = self.replay_buffer
-        probe = buffer.get_samples_at(buffer.recent_indices(self.probe_size), env=self._vec_normalize_env)
-        with side_effect_free(self.policy, self.device):
-            return probe, self._td_target(probe)
+        if self._train_probe is None:
+            buffer = self.replay_buffer
+            probe = buffer.get_samples_at(buffer.recent_indices(self.probe_size), env=self._vec_normalize_env)
+            with side_effect_free(self.policy, self.device):
+                self._train_probe = probe, self._td_target(probe)
+        return self._train_probe
 
-    def _influence(self, out_grad: th.Tensor, penultimate: th.Tensor, probe: Probe) -> th.Tensor:
+    def _influence(self, out_grad: th.Tensor, penultimate: th.Tensor) -> th.Tensor:
         """
         Each sample's first-order effect on the probe loss, at the parameters the step starts from.
 
         :param out_grad: ``(B, K)`` gradient of each trained sample's own (unweighted) critic loss
             w.r.t. the outputs of the first critic's last linear layer.
         :param penultimate: ``(B, H)`` inputs of that layer for the trained batch.
-        :param probe: From :meth:`_probe`.
-        :return: ``(B,)`` :func:`last_layer_influence`.
+        :return: ``(B,)`` :func:`last_layer_influence` on this ``train()`` call's :meth:`_probe`.
         """
+        probe = self._probe()
         with side_effect_free(self.policy, self.device):
             return last_layer_influence(out_grad, penultimate, *self._probe_gradients(*probe))
 
@@ -228,6 +233,9 @@ class WeightedReplayMixin(_Base):
             self.logger.record("complementary/is_weight_max", float(weights.max()))
             self.logger.record("complementary/beta", self.replay_buffer.beta)
             self._is_weight_stats = []
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_train_probe"]
 
     def save(self, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> None:
         """SB3 ``save``, written to a temporary file then renamed, so a crash never leaves a half-written zip."""

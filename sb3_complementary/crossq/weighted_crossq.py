@@ -7,7 +7,7 @@ from sb3_contrib import CrossQ
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
 
 
 class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
@@ -57,7 +57,6 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        probe: Probe | None = None  # measured on the first step that needs it
         first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
@@ -105,10 +104,8 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             first_q_values = current_q_values[0].detach()
             influence = None
             if measure:  # measured at the parameters the step starts from
-                if probe is None:
-                    probe = self._probe()
                 out_grad = self._critic_output_grad(first_q_values, target_q_values)
-                influence = self._influence(out_grad, penultimate.get()[:batch_size], probe)
+                influence = self._influence(out_grad, penultimate.get()[:batch_size])
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()

@@ -7,7 +7,7 @@ from stable_baselines3.common.type_aliases import PyTorchObs
 from torch.nn import functional as F
 
 from sb3_complementary.common.side_effects import side_effect_free
-from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
 
 
 class WeightedDQN(WeightedReplayMixin, DQN):
@@ -60,7 +60,6 @@ class WeightedDQN(WeightedReplayMixin, DQN):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         self._begin_weighted_train()
-        probe: Probe | None = None  # measured on the first step that needs it
 
         losses = []
         for _ in range(gradient_steps):
@@ -77,10 +76,8 @@ class WeightedDQN(WeightedReplayMixin, DQN):
             td_errors = (current_q_values - target_q_values).detach()
             influence = None
             if self._measures_influence():  # measured at the parameters the step starts from
-                if probe is None:
-                    probe = self._probe()
                 out_grad = self._huber_output_grad(q_values, data.actions, td_errors)
-                influence = self._influence(out_grad, penultimate, probe)
+                influence = self._influence(out_grad, penultimate)
 
             self.policy.optimizer.zero_grad()
             loss.backward()

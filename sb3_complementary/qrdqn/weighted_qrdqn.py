@@ -6,7 +6,7 @@ from sb3_contrib import QRDQN
 
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import quantile_huber_output_grad, quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
 
 
 class WeightedQRDQN(WeightedReplayMixin, QRDQN):
@@ -57,7 +57,6 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         self._begin_weighted_train()
-        probe: Probe | None = None  # measured on the first step that needs it
         head = last_linear(self.quantile_net.quantile_net)
 
         losses = []
@@ -80,10 +79,8 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
             detached = current_quantiles.detach()
             influence = None
             if measure:  # measured at the parameters the step starts from
-                if probe is None:
-                    probe = self._probe()
                 out_grad = self._quantile_output_grad(all_quantiles.detach(), actions, detached, target_quantiles)
-                influence = self._influence(out_grad, penultimate.get(), probe)
+                influence = self._influence(out_grad, penultimate.get())
 
             self.policy.optimizer.zero_grad()
             loss.backward()

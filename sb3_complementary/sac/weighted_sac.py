@@ -8,7 +8,7 @@ from stable_baselines3.common.utils import polyak_update
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
 
 
 class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
@@ -52,7 +52,6 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        probe: Probe | None = None  # measured on the first step that needs it
         first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
@@ -90,10 +89,8 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
             first_q_values = current_q_values[0].detach()
             influence = None
             if measure:  # measured at the parameters the step starts from
-                if probe is None:
-                    probe = self._probe()
                 out_grad = self._critic_output_grad(first_q_values, target_q_values)
-                influence = self._influence(out_grad, penultimate.get(), probe)
+                influence = self._influence(out_grad, penultimate.get())
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()

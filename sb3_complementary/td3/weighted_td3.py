@@ -7,7 +7,7 @@ from stable_baselines3.common.utils import polyak_update
 
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
 
 
 class WeightedTD3(WeightedReplayMixin, TD3):
@@ -47,7 +47,6 @@ class WeightedTD3(WeightedReplayMixin, TD3):
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
         self._begin_weighted_train()
-        probe: Probe | None = None  # measured on the first step that needs it
         first_critic_head = last_linear(self.critic.q_networks[0])
 
         actor_losses, critic_losses = [], []
@@ -69,10 +68,8 @@ class WeightedTD3(WeightedReplayMixin, TD3):
             first_q_values = current_q_values[0].detach()
             influence = None
             if measure:  # measured at the parameters the step starts from
-                if probe is None:
-                    probe = self._probe()
                 out_grad = self._critic_output_grad(first_q_values, target_q_values)
-                influence = self._influence(out_grad, penultimate.get(), probe)
+                influence = self._influence(out_grad, penultimate.get())
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()

@@ -8,7 +8,7 @@ from stable_baselines3.common.utils import polyak_update
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import quantile_huber_output_grad, quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.weighted_replay_mixin import Probe, Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
 
 
 class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
@@ -64,7 +64,6 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        probe: Probe | None = None  # measured on the first step that needs it
         first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
@@ -100,10 +99,8 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
             first_quantiles = current_quantiles[:, 0].detach()
             influence = None
             if measure:  # measured at the parameters the step starts from
-                if probe is None:
-                    probe = self._probe()
                 out_grad = self._critic_output_grad(first_quantiles, target_quantiles)
-                influence = self._influence(out_grad, penultimate.get(), probe)
+                influence = self._influence(out_grad, penultimate.get())
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()
