@@ -3,6 +3,8 @@ Performance figures for issue #2, measured side by side in one process on one ma
 
     python benchmarks/perf.py --out docs/performance.json            # everything
     python benchmarks/perf.py --only train --repeats 5 --steps 50000  # one part
+    python benchmarks/perf.py --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
+        --out docs/performance-density.json                           # a candidate's training cost
 
 Parts:
 - ``train``: wall-clock of ComplementaryDQN / DQN and PrioritizedDQN / DQN on CartPole-v1 with
@@ -45,25 +47,34 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def bench_train(steps: int, repeats: int, seed: int) -> dict[str, Any]:
+def bench_train(steps: int, repeats: int, seed: int, complementary_kwargs: dict[str, Any]) -> dict[str, Any]:
     """
     Interleave DQN / PrioritizedDQN / ComplementaryDQN learns; ratios are per repeat, then median.
 
     Both wall-clock and process CPU time are recorded. With one torch thread the CPU time of the
     process is the work the algorithm did, and it barely moves when other jobs share the machine,
     whereas wall-clock time also counts the time the process waited for a core.
+
+    ``complementary_kwargs`` are given to ComplementaryDQN (a candidate's knobs; empty: its defaults).
     """
     algos = {"DQN": DQN, "PrioritizedDQN": PrioritizedDQN, "ComplementaryDQN": ComplementaryDQN}
     wall: dict[str, list[float]] = {name: [] for name in algos}
     cpu: dict[str, list[float]] = {name: [] for name in algos}
     for repeat in range(repeats):
         for name, cls in algos.items():
-            model = cls("MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE)
+            extra = complementary_kwargs if cls is ComplementaryDQN else {}
+            model = cls("MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE, **extra)
             cpu_start = time.process_time()
             wall[name].append(timed(lambda model=model: model.learn(steps)))
             cpu[name].append(time.process_time() - cpu_start)
             print(f"  train repeat {repeat} {name}: {wall[name][-1]:.1f}s wall, {cpu[name][-1]:.1f}s cpu", flush=True)
-    out: dict[str, Any] = {"steps": steps, "repeats": repeats, "wall_seconds": wall, "cpu_seconds": cpu}
+    out: dict[str, Any] = {
+        "steps": steps,
+        "repeats": repeats,
+        "complementary_kwargs": complementary_kwargs,
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+    }
     for clock, seconds in (("wall", wall), ("cpu", cpu)):
         for name in ("PrioritizedDQN", "ComplementaryDQN"):
             ratios = [a / b for a, b in zip(seconds[name], seconds["DQN"], strict=True)]
@@ -173,6 +184,9 @@ def main() -> None:
     parser.add_argument("--capacity", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="JSON file to merge the results into")
+    parser.add_argument(
+        "--complementary-kwargs", type=json.loads, default={}, help="JSON knobs of ComplementaryDQN in the train part"
+    )
     args = parser.parse_args()
     th.set_num_threads(1)
     parts = args.only or ["replay", "rescore", "memory", "train"]
@@ -182,7 +196,7 @@ def main() -> None:
     for part in parts:
         print(f"[{part}]", flush=True)
         if part == "train":
-            results[part] = bench_train(args.steps, args.repeats, args.seed)
+            results[part] = bench_train(args.steps, args.repeats, args.seed, args.complementary_kwargs)
         elif part == "replay":
             results[part] = bench_replay(args.capacity, 256, iterations=200, repeats=args.repeats)
         elif part == "rescore":
