@@ -35,7 +35,7 @@ def test_default_matrix_matches_protocol() -> None:
     matrix = load_matrix()
     names = [c.name for c in matrix.contenders]
     assert names[:3] == ["dqn", "per", "complementary"]
-    # Every contribution signal other than the default one is an ablation (BENCHMARK.md).
+    # Every contribution signal other than the default one is an ablation (docs/benchmarks/protocol.md).
     default_signal = inspect.signature(ComplementaryMixin.__init__).parameters["contribution"].default
     signals = {f"complementary-{s}" for s in SIGNALS if s != default_signal}
     assert signals | {"complementary-nomix", "complementary-evict-lowest"} <= set(names)

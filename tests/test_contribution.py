@@ -86,7 +86,7 @@ def test_last_layer_influence_equals_brute_force(seed):
 
 
 def test_output_gradient_is_clipped_td_on_taken_action():
-    """DESIGN §4's form: g_i = clip(δ_i, -1, 1) on the taken action, zero elsewhere."""
+    """The closed form of docs/algorithms/dqn.md: g_i = clip(δ_i, -1, 1) on the taken action, zero elsewhere."""
     net, (obs, actions, targets), _ = tiny_q_problem(3)
     out_grad, _ = closed_form_inputs(net, obs, actions, targets)
     delta = th.gather(net(obs), 1, actions).detach() - targets

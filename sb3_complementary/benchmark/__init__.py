@@ -1,6 +1,6 @@
 """
 Benchmark harness for the replay contenders (see ``docs/benchmarks/README.md`` and the
-protocol in ``BENCHMARK.md``).
+protocol in ``docs/benchmarks/protocol.md``).
 
 The harness is split into one concept per module:
 

@@ -1,5 +1,5 @@
 """
-Per-run summary metrics of a normalised learning curve (see BENCHMARK.md, "Metrics").
+Per-run summary metrics of a normalised learning curve (see docs/benchmarks/protocol.md, "Metrics").
 
 - **AUC** (sample efficiency): the mean normalised score over all eval points. With eval
   points evenly spaced over the budget this is the area under the curve divided by the

@@ -56,7 +56,7 @@ PREFERRED_ORDER = ("dqn", "per", "complementary")
 #: Seeds per (contender, entry) required by the protocol; fewer is marked "first look".
 FULL_SEEDS = 10
 
-#: Goal of BENCHMARK.md.
+#: Goal of docs/benchmarks/protocol.md.
 GOAL_IQM_RATIO = 1.10
 GOAL_WALLCLOCK_RATIO = 1.15
 
@@ -703,7 +703,7 @@ def render_page(
     add(
         f"Generated from {len(data.records)} run files ({n_done} done, {n_failed} failed"
         + (f", plus {len(data.corrupt)} unreadable" if data.corrupt else "")
-        + f"); stratified bootstrap 95% CIs with {reps} replications. Protocol: `BENCHMARK.md`; "
+        + f"); stratified bootstrap 95% CIs with {reps} replications. Protocol: `docs/benchmarks/protocol.md`; "
         "the runs are produced by `python -m sb3_complementary.benchmark`."
     )
     add("")
@@ -777,7 +777,7 @@ def render_page(
         add("")
 
     # Goal
-    add(f"## Goal check: `{target}` against `{reference}` (BENCHMARK.md)")
+    add(f"## Goal check: `{target}` against `{reference}` (docs/benchmarks/protocol.md)")
     add("")
     add(_goal_table(stats, target, baselines, reference))
     add("")
@@ -1098,7 +1098,7 @@ def build_report(
     :param baselines: Contenders it is compared with.
     :param reference: Contender of the ratios (IQM and wall clock).
     :param command: Command line printed at the top of the page (default: rebuilt from the arguments).
-    :param full_seeds: Complete seeds the study plans per contender (BENCHMARK.md: 10; issue #4's SAC study: 5).
+    :param full_seeds: Complete seeds the study plans per contender (docs/benchmarks/protocol.md: 10; issue #4's SAC study: 5).
     :return: Path of ``README.md``.
     :raises BudgetMismatchError: if runs of an environment have different budgets.
     """

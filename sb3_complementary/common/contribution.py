@@ -1,5 +1,5 @@
 """
-Contribution signals: the label the experience extractor learns (DESIGN §4).
+Contribution signals: the label the experience extractor learns (docs/design.md).
 
 Each signal turns what one gradient step measured on a batch into targets in [0, 1] for the
 extractor, through one interface: :meth:`ContributionSignal.observe` after each gradient step,
@@ -32,7 +32,7 @@ def last_layer_influence(
         c_i = (1/M) Σ_j (g_i · g_j) (φ_i · φ_j + 1)
 
     For DQN with a Huber loss, ``g_i`` is ``clip(δ_i, -1, 1)`` on the taken action and zero
-    elsewhere, which gives DESIGN §4's ``Σ_j δ_i δ_j [a_i = a_j] (φ_i·φ_j + 1)``. It is two
+    elsewhere, which gives the closed form ``Σ_j δ_i δ_j [a_i = a_j] (φ_i·φ_j + 1)``. It is two
     small matrix products per step; positive means the sample helps on the probe batch.
 
     :param out_grad: ``(B, K)`` gradient of each sample's own (unweighted) loss w.r.t. the layer output.

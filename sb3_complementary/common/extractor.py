@@ -52,10 +52,10 @@ class ExperienceExtractor(nn.Module):
     ``features → running normalisation → MLP → sigmoid``. The score is a probability-like
     value in (0, 1) that the replay turns into a sampling priority. The extractor has its
     own optimizer (``self.optimizer``): it never shares gradients with the actor, and its
-    outputs are always detached from the actor's loss (DESIGN §7, coupling instability).
+    outputs are always detached from the actor's loss (docs/design.md, "Pitfalls and their guards").
 
     The last layer is zero-initialised so every transition starts at the neutral score 0.5:
-    a freshly built extractor cannot starve any data (DESIGN §7, feedback loop).
+    a freshly built extractor cannot starve any data (docs/design.md, "Pitfalls and their guards").
 
     :param n_features: Width of the feature vector.
     :param net_arch: Hidden layer sizes, e.g. ``[64, 64]``.

@@ -1,4 +1,4 @@
-"""Per-transition features: the experience extractor's input (DESIGN §5)."""
+"""Per-transition features: the experience extractor's input (docs/design.md, "Features")."""
 
 from typing import Any
 

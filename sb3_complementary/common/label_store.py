@@ -12,7 +12,7 @@ class LabelStore:
     Features are stored *as they were when the label was measured*, so the extractor learns
     the map "what a transition looked like → whether replaying it helped". Labels age out
     (FIFO), because contributions are non-stationary: what helped a novice may mislead an
-    expert (DESIGN §7).
+    expert (docs/design.md, "Pitfalls and their guards").
 
     With ``task_column`` set (``task_balanced_labels=True``), :meth:`sample` returns each label's
     percentile rank among the stored labels of the same task (the task id is that feature

@@ -5,7 +5,7 @@ Per-task evaluation of a trained model on a fixed set of tasks: a table, a dict 
 
 The evaluation set is the whole family (or the variants asked for), every task with the same
 number of episodes and the same seed, so the numbers of two runs, or of two points of one run,
-are comparable (DESIGN §7: keep the evaluation tasks fixed).
+are comparable (docs/design.md, "Pitfalls and their guards": keep the evaluation tasks fixed).
 """
 
 from __future__ import annotations

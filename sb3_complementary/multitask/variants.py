@@ -4,7 +4,7 @@ Named families of task variants, built from real environment parameters.
 A *family* is one gymnasium environment and a fixed, ordered list of *variants* of it, each a
 set of physical parameters (CartPole's pole length, LunarLander's gravity and wind, ...).
 Variants have stable integer ids (their position in the family) and stable names, so a
-multi-task evaluation set never drifts between runs or releases (DESIGN §7: keep the
+multi-task evaluation set never drifts between runs or releases (docs/design.md, "Pitfalls and their guards": keep the
 evaluation tasks fixed). Users add their own families with :func:`register_family`.
 
 Parameters are applied in one of two ways, whichever the environment supports:
