@@ -1098,7 +1098,8 @@ def build_report(
     :param baselines: Contenders it is compared with.
     :param reference: Contender of the ratios (IQM and wall clock).
     :param command: Command line printed at the top of the page (default: rebuilt from the arguments).
-    :param full_seeds: Complete seeds the study plans per contender (docs/benchmarks/protocol.md: 10; issue #4's SAC study: 5).
+    :param full_seeds: Complete seeds the study plans per contender (10 in docs/benchmarks/protocol.md;
+        issue #4's SAC study: 5).
     :return: Path of ``README.md``.
     :raises BudgetMismatchError: if runs of an environment have different budgets.
     """
