@@ -1,0 +1,132 @@
+"""The three gates of a screen (docs/benchmarks/protocol.md, "Screens before studies"), from its run files.
+
+For each candidate, on the entries where every named contender has all its seeds:
+
+1. **The extractor learns**: the held-out ROC AUC of its classifier (run files' ``roc_auc``), averaged
+   over the eval points from a quarter of the budget on (after warm-up), per entry; the gate
+   wants at least 0.65 on at least two entries.
+2. **It changes the draws or the weights**: the ESS fraction of the replay distribution over the
+   same eval points (``ess_fraction``); the gate wants at most 0.9 (the mean over the entries).
+3. **It beats the control**: IQM of the normalised AUC against the control's, with a
+   stratified-bootstrap 95% CI, and P(candidate > control).
+
+The IQM ratios to DQN and PER on the same entries are printed too. Usage::
+
+    python docs/benchmarks/diagnostics/screen_gates.py docs/benchmarks/screen/runs \\
+        --candidates density-sampling,density-loss --control density-control --out docs/benchmarks/screen/gates.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+from rliable import metrics as rly_metrics
+
+from sb3_complementary.benchmark.metrics import auc
+from sb3_complementary.benchmark.report import ReportData, _interval, _iqm_ratios, collect, interval_estimates
+
+AUC_GATE, ESS_GATE = 0.65, 0.9
+
+
+def after_warmup(record: dict, key: str) -> float:
+    """Mean of a run's per-eval-point diagnostic from a quarter of the budget on (NaN if absent)."""
+    curve = record.get("curve", {})
+    if key not in curve:
+        return float("nan")
+    steps = np.asarray(curve["timesteps"], dtype=float)
+    values = np.asarray([np.nan if v is None else v for v in curve[key]], dtype=float)
+    values = values[steps >= record["env"]["budget"] / 4]
+    return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+
+def restrict(data: ReportData, contenders: list[str], seeds: list[int]) -> ReportData:
+    """The entries on which every contender has every seed done, and only those contenders."""
+    envs = [e for e in data.envs if all(set(seeds) <= set(data.curves.get(c, {}).get(e, {})) for c in contenders)]
+    return dataclasses.replace(
+        data, envs=envs, contenders=contenders, complete_seeds={c: list(seeds) for c in contenders}
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", type=Path)
+    parser.add_argument("--candidates", required=True)
+    parser.add_argument("--control", required=True)
+    parser.add_argument("--baselines", default="dqn,per")
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    candidates = args.candidates.split(",")
+    baselines = args.baselines.split(",")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    contenders = [*candidates, args.control, *baselines]
+    data = restrict(collect(args.runs), contenders, seeds)
+    if not data.envs:
+        raise SystemExit("no entry has every seed of every contender yet")
+    records = {(r.contender, r.env, r.seed): r.data for r in data.records if r.status == "done"}
+    lines = [
+        f"Screen gates over {len(data.envs)} entries ({', '.join(data.envs)}), seeds {args.seeds}; "
+        f"diagnostics averaged over the eval points from a quarter of the budget on.",
+        "",
+        "| contender | entry | held-out ROC AUC | ESS fraction | weight p5 / p95 / max | normalised AUC |",
+        "|---|---|---|---|---|---|",
+    ]
+    gates: dict[str, dict[str, object]] = {}
+    for contender in [*candidates, args.control]:
+        aucs, esses = [], []
+        for env in data.envs:
+            runs = [records[(contender, env, s)] for s in seeds]
+            roc = np.array([after_warmup(r, "roc_auc") for r in runs])
+            ess = np.array([after_warmup(r, "ess_fraction") for r in runs])
+            weights = [
+                np.nanmean([after_warmup(r, k) for r in runs]) for k in ("weight_p5", "weight_p95", "weight_max")
+            ]
+            score = np.array([auc(data.normalized(contender, env, s)) for s in seeds])
+            aucs.append(float(np.nanmean(roc)))
+            esses.append(float(np.nanmean(ess)))
+            lines.append(
+                f"| {contender} | {env} | {np.nanmean(roc):.3f} ± {np.nanstd(roc, ddof=1):.3f} | "
+                f"{np.nanmean(ess):.3f} | {weights[0]:.2f} / {weights[1]:.2f} / {weights[2]:.2f} | "
+                f"{score.mean():.3f} ± {score.std(ddof=1):.3f} |"
+            )
+        gates[contender] = {
+            "auc_entries": sum(a >= AUC_GATE for a in aucs),
+            "ess": float(np.mean(esses)),
+        }
+    scores = {c: data.score_matrix(c, auc) for c in contenders}
+
+    lines += [
+        "",
+        "| candidate | gate 1: entries with AUC ≥ 0.65 | gate 2: mean ESS ≤ 0.9 | gate 3: IQM AUC / control "
+        "[95% CI] | P(candidate > control) [95% CI] | IQM AUC / DQN | IQM AUC / PER |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for candidate in candidates:
+        ratio = _iqm_ratios(scores, [candidate], args.control, args.reps, 0)[candidate]
+        to_dqn = _iqm_ratios(scores, [candidate], "dqn", args.reps, 0)[candidate]
+        to_per = _iqm_ratios(scores, [candidate], "per", args.reps, 0)[candidate]
+        points, cis = interval_estimates(
+            {"p": (scores[candidate], scores[args.control])},
+            rly_metrics.probability_of_improvement,
+            reps=args.reps,
+            seed=0,
+        )
+        g = gates[candidate]
+        lines.append(
+            f"| {candidate} | {g['auc_entries']} of {len(data.envs)} ({'pass' if g['auc_entries'] >= 2 else 'fail'}) | "
+            f"{g['ess']:.3f} ({'pass' if g['ess'] <= ESS_GATE else 'fail'}) | "
+            f"{ratio.fmt()} ({'pass' if ratio.point > 1 else 'fail'}) | "
+            f"{_interval(points['p'], cis['p']).fmt()} | {to_dqn.fmt()} | {to_per.fmt()} |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
