@@ -20,8 +20,9 @@ from sb3_complementary.common.tasks import TASK_FEATURE_COLUMN
 from sb3_complementary.common.validation import check_choice, check_range
 from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 
-#: What the extractor can learn: the fast/slow density ratio, or one of the label signals.
-CONTRIBUTIONS = ("density_ratio", *SIGNALS)
+#: What scores the replay: the fast/slow density ratio, one of the label signals the extractor
+#: regresses, or ``"fresh_td"`` (no extractor: the |TD| measured at draw time, LaBER-style).
+CONTRIBUTIONS = ("density_ratio", *SIGNALS, "fresh_td")
 #: How the replay weights enter the update: as draw probabilities, or as loss weights on uniform draws.
 WEIGHTINGS = ("sampling", "loss")
 #: Percentiles of ``N * P(i)`` recorded as the weight range.
@@ -44,9 +45,13 @@ class ComplementaryMixin(WeightedReplayMixin):
     :param contribution: What the extractor learns: ``"td"`` (the transition's ``|TD|`` rank in its
         batch: learned PER), ``"influence"`` (does a gradient step on the transition lower the TD
         loss on fresh experience, more than the uniform control group's transitions do) or
-        ``"outcome"`` (did training-episode returns improve after it was replayed). ``"td"`` is the
-        default because the benchmark study measured it level with ``"influence"`` at a lower cost
-        (no probe pass per step; docs/benchmarks/history.md, attempt 5).
+        ``"outcome"`` (did training-episode returns improve after it was replayed);
+        ``"density_ratio"`` (a classifier of the fast memory against the whole buffer: how much a
+        transition looks like what the agent does now; see ``docs/design.md``); or ``"fresh_td"``
+        (no extractor: with ``candidate_pool``, the candidates' |TD| measured at draw time, floored
+        at ``score_floor`` and never undone by IS weights, as LaBER with LAP's floor). ``"td"`` is
+        the default because the benchmark study measured it level with ``"influence"`` at a lower
+        cost (no probe pass per step; docs/benchmarks/history.md, attempt 5).
     :param alpha: Priority exponent on the scores, ``P ∝ (score + epsilon) ** alpha``, >= 0.
     :param beta: Initial IS exponent in [0, 1], annealed to 1 over ``learn()``.
     :param epsilon: Added to the scores, >= 0.
@@ -76,6 +81,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         (``select_from_candidates`` of the buffer). The stored ``|TD|`` goes stale within one
         replay cycle, the fresh one is the feature that predicts the influence label
         (docs/benchmarks/history.md, attempt 2 diagnosed); the price is the extra forward pass.
+        With ``"density_ratio"`` a candidate's score is its ratio weight times its fresh |TD|.
     :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest
         transitions (indices into the buffer, never a copy), >= 1 and at most the buffer size.
     :param ratio_temperature: ``"density_ratio"``: the ratio enters as ``ratio ** (1 / T)``, > 0.
@@ -141,6 +147,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         check_range("ratio_temperature", ratio_temperature, low=0.0, low_open=True)
         check_range("ratio_cap", ratio_cap, low=1.0)
         check_range("ratio_is_exponent", ratio_is_exponent, low=0.0, high=1.0)
+        if contribution == "fresh_td" and not candidate_pool:
+            raise ValueError("contribution='fresh_td' measures |TD| on a candidate pool: set candidate_pool >= 1")
         if weighting == "loss" and candidate_pool:
             raise ValueError(
                 f"weighting='loss' draws uniformly: it cannot select from a candidate_pool ({candidate_pool})"
@@ -216,6 +224,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         if self.learns_density_ratio:
             self.contribution_signal = None
             buffer.neutral_score = 1.0  # the mean ratio: a new transition counts as much as an average one
+        elif self.contribution == "fresh_td":
+            self.contribution_signal = None  # nothing to learn: the score is measured at draw time
         else:
             self.contribution_signal = make_signal(self.contribution, self.label_store)
         self.needs_influence = self.contribution_signal is not None and self.contribution_signal.needs_influence
@@ -225,6 +235,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         if self.learns_density_ratio:
             # The ratio's shift toward the current agent's data is the point: not annealed away.
             self.replay_buffer.beta = self.ratio_is_exponent
+        elif self.contribution == "fresh_td":
+            self.replay_buffer.beta = 0.0  # LAP: the priority floor bounds the shift; no IS undo
 
     def _label_due(self) -> bool:
         """
@@ -244,10 +256,25 @@ class ComplementaryMixin(WeightedReplayMixin):
         buffer = self.replay_buffer
         candidates = buffer.uniform_indices(self.candidate_pool * batch_size)
         samples = buffer.get_samples_at(candidates, env=self._vec_normalize_env)
-        scores = self.extractor.score(buffer.feature_matrix(candidates, td_abs=self._current_td_abs(samples)))
+        scores = self._candidate_scores(candidates, self._current_td_abs(samples))
         batch, ess = buffer.select_from_candidates(candidates, samples, scores, batch_size)
         self._selection_ess.append(ess)
         return batch
+
+    def _candidate_scores(self, candidates: np.ndarray, td_abs: np.ndarray) -> np.ndarray:
+        """
+        ``(P,)`` scores of a candidate pool, given its ``(P,)`` |TD| measured now.
+
+        ``fresh_td``: the |TD| itself. Density ratio: the stored ratio weight times the |TD|
+        (floored at ``score_floor``): the combination of "looks like the current agent's data" and
+        "is still wrong". Label signals: the extractor on features whose |TD| column is fresh.
+        """
+        buffer = self.replay_buffer
+        if self.contribution == "fresh_td":
+            return td_abs
+        if self.learns_density_ratio:
+            return buffer.scores[candidates] * np.maximum(td_abs, buffer.score_floor)
+        return self.extractor.score(buffer.feature_matrix(candidates, td_abs=td_abs))
 
     def sampling_ess_fraction(self) -> float:
         """
@@ -299,6 +326,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         batch_size = self.extractor_batch_size if batch_size is None else batch_size
         coupling_coef = self.coupling_coef if coupling_coef is None else coupling_coef
         buffer = self.replay_buffer
+        if self.contribution == "fresh_td":
+            return float("nan")  # nothing to fit
         if self.learns_density_ratio:
             if not density_ratio.fit_ready(buffer, self.fast_memory):
                 return float("nan")
@@ -354,7 +383,9 @@ class ComplementaryMixin(WeightedReplayMixin):
         :func:`~sb3_complementary.common.density_ratio.ratio_weights` (all 1 until the first fit).
         """
         buffer = self.replay_buffer
-        if self.learns_density_ratio:
+        if self.contribution == "fresh_td":
+            indices = buffer.valid_indices()  # scores are measured at draw time: only the health is logged
+        elif self.learns_density_ratio:
             indices = buffer.valid_indices()
             if np.isnan(self.extractor_auc):  # not fitted yet: every transition counts the same
                 weights = np.ones(len(indices), dtype=np.float32)
