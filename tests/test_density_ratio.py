@@ -243,3 +243,31 @@ def test_density_ratio_with_a_pool_scores_ratio_times_fresh_td():
     expected = buffer.scores[candidates] * np.maximum(td, buffer.score_floor)
     np.testing.assert_allclose(model._candidate_scores(candidates, td), expected)
     assert not np.allclose(buffer.scores[candidates], 1.0)  # the ratio part is not trivial
+
+
+# ------------------------------------------------------------------ persistence
+def test_save_load_keeps_the_classifier_and_its_auc(tmp_path):
+    model = cartpole_model()
+    model.learn(600)
+    model.save(tmp_path / "model")
+    model.save_replay_buffer(tmp_path / "buffer")
+    loaded = ComplementaryDQN.load(tmp_path / "model", env=gym.make("CartPole-v1"))
+    loaded.load_replay_buffer(tmp_path / "buffer")
+    assert loaded.extractor_auc == model.extractor_auc
+    for key, value in model.extractor.state_dict().items():
+        th.testing.assert_close(loaded.extractor.state_dict()[key], value)
+    np.testing.assert_allclose(loaded.replay_buffer.replay_weights(), model.replay_buffer.replay_weights())
+    assert loaded.replay_buffer.neutral_score == 1.0
+
+
+def test_a_buffer_saved_before_the_density_ratio_loads_with_a_logged_migration(tmp_path):
+    old = ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), seed=0, **{**TINY_DQN, **TINY_EXTRACTOR})
+    old.learn(200)
+    del old.replay_buffer.neutral_score  # as pickled before the attribute existed
+    old.save_replay_buffer(tmp_path / "old")
+    model = cartpole_model()
+    with pytest.warns(UserWarning, match="saved before the density-ratio extractor"):
+        model.load_replay_buffer(tmp_path / "old.pkl")
+    assert model.replay_buffer.neutral_score == 1.0
+    model.learn(400, reset_num_timesteps=False)  # and it trains on
+    assert np.isfinite(model.extractor_auc)

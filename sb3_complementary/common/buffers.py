@@ -252,7 +252,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             self.tree.update(self.pos * self.n_envs + np.arange(self.n_envs), np.zeros(self.n_envs))
 
     def _initial_score(self) -> float:
-        return self.max_score if self.initial_score == "max" else getattr(self, "neutral_score", NEUTRAL_SCORE)
+        return self.max_score if self.initial_score == "max" else self.neutral_score
 
     def priority(self, scores: np.ndarray | float) -> np.ndarray:
         """Sampling priority ``(max(score, floor) + epsilon) ** alpha`` of scores."""

@@ -1,5 +1,6 @@
 """The experience extractor's side of a Complementary algorithm: setup, fit, re-score, feedback, persistence."""
 
+import warnings
 from collections import deque
 from typing import Any
 
@@ -10,7 +11,7 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from torch.nn import functional as F
 
 from sb3_complementary.common import density_ratio
-from sb3_complementary.common.buffers import WeightedSamples
+from sb3_complementary.common.buffers import NEUTRAL_SCORE, ComplementaryReplayBuffer, WeightedSamples
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, make_signal
 from sb3_complementary.common.extractor import ExperienceExtractor
@@ -25,6 +26,8 @@ from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 CONTRIBUTIONS = ("density_ratio", *SIGNALS, "fresh_td")
 #: How the replay weights enter the update: as draw probabilities, or as loss weights on uniform draws.
 WEIGHTINGS = ("sampling", "loss")
+#: A new transition's score under the density ratio: the mean ratio, so it counts as much as an average one.
+RATIO_NEUTRAL_SCORE = 1.0
 #: Percentiles of ``N * P(i)`` recorded as the weight range.
 WEIGHT_PERCENTILES = (5, 95)
 
@@ -223,12 +226,25 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.label_store = LabelStore(self.label_capacity, buffer.n_features, task_column=task_column)
         if self.learns_density_ratio:
             self.contribution_signal = None
-            buffer.neutral_score = 1.0  # the mean ratio: a new transition counts as much as an average one
+            buffer.neutral_score = RATIO_NEUTRAL_SCORE
         elif self.contribution == "fresh_td":
             self.contribution_signal = None  # nothing to learn: the score is measured at draw time
         else:
             self.contribution_signal = make_signal(self.contribution, self.label_store)
         self.needs_influence = self.contribution_signal is not None and self.contribution_signal.needs_influence
+
+    def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
+        super()._adopt_buffer(buffer)
+        if not hasattr(buffer, "neutral_score"):
+            warnings.warn(
+                "Replay buffer saved before the density-ratio extractor (no neutral_score): migrating it; "
+                "its scores are kept and are replaced at the next re-score.",
+                stacklevel=3,
+            )
+        if self.learns_density_ratio:
+            buffer.neutral_score = RATIO_NEUTRAL_SCORE
+        elif not hasattr(buffer, "neutral_score"):
+            buffer.neutral_score = NEUTRAL_SCORE
 
     def _begin_weighted_train(self) -> None:
         super()._begin_weighted_train()

@@ -275,7 +275,11 @@ class WeightedReplayMixin(_Base):
             )
             loaded = self._migrate_buffer(loaded)
         loaded.device = self.device
+        self._adopt_buffer(loaded)
         self.replay_buffer = loaded
+
+    def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
+        """Bring a loaded buffer up to what this model expects of it (a hook for the mixins)."""
 
     def _migrate_buffer(self, old: ReplayBuffer) -> ComplementaryReplayBuffer:
         assert self.replay_buffer_class is not None

@@ -11,8 +11,9 @@ from sb3_complementary.qrdqn.weighted_qrdqn import WeightedQRDQN
 
 class ComplementaryQRDQN(ComplementaryMixin, WeightedQRDQN):
     """
-    QRDQN with Complementary replay: a small experience extractor scores every stored transition
-    by how much it demonstrably helps the critic now, and replay samples by those scores.
+    QRDQN with Complementary replay: a small experience extractor scores every stored
+    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
+    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
 
     The IS weights multiply each sample's quantile Huber loss. The influence signal has a closed
     form at the quantile head, the last linear layer with ``n_actions × n_quantiles`` outputs

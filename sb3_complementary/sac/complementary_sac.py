@@ -11,8 +11,9 @@ from sb3_complementary.sac.weighted_sac import WeightedSAC
 
 class ComplementarySAC(ComplementaryMixin, WeightedSAC):
     """
-    SAC with Complementary replay: a small experience extractor scores every stored transition
-    by how much it demonstrably helps the critic now, and replay samples by those scores.
+    SAC with Complementary replay: a small experience extractor scores every stored
+    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
+    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
 
     The IS weights multiply each sample's critic loss ``0.5 Σ_c (Q_c(s, a) - y)²``; the actor
     and entropy-coefficient losses stay unweighted. The influence signal is measured on the critic loss at

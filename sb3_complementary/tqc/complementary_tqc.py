@@ -11,8 +11,9 @@ from sb3_complementary.tqc.weighted_tqc import WeightedTQC
 
 class ComplementaryTQC(ComplementaryMixin, WeightedTQC):
     """
-    TQC with Complementary replay: a small experience extractor scores every stored transition
-    by how much it demonstrably helps the critic now, and replay samples by those scores.
+    TQC with Complementary replay: a small experience extractor scores every stored
+    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
+    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
 
     The IS weights multiply each sample's quantile Huber critic loss (against the truncated
     target mixture); the actor and entropy-coefficient losses stay unweighted. The influence signal is
