@@ -205,46 +205,6 @@ def test_bad_knobs_name_the_knob_its_range_and_the_value(knob, value, message):
         cartpole_model(**{knob: value})
 
 
-# ------------------------------------------------------------------ draw-time candidates
-def pool_model(**overrides: Any) -> ComplementaryDQN:
-    return cartpole_model(candidate_pool=4, uniform_fraction=0.0, **overrides)
-
-
-def test_fresh_td_selects_by_the_td_measured_now_without_is_weights(monkeypatch):
-    model = pool_model(contribution="fresh_td", score_floor=1.0)
-    model.learn(300)
-    model._begin_weighted_train()
-    pool = 4 * 64
-    td = np.ones(pool)
-    td[:16] = 50.0  # 16 candidates far above LAP's floor of 1
-    monkeypatch.setattr(model, "_current_td_abs", lambda samples: td[: len(samples.rewards)])
-    np.random.seed(0)
-    high = set(model.replay_buffer.uniform_indices(pool)[:16].tolist())  # the pool the next draw takes
-    np.random.seed(0)
-    batch = model._draw_batch(64)
-    # A candidate's priority is max(|TD|, 1): the 16 high ones hold 800 of the pool's 1,040 units.
-    share = np.mean([i in high for i in batch.indices])
-    assert share > 0.6
-    np.testing.assert_allclose(batch.weights.numpy(), 1.0)  # beta 0: no IS undo
-    assert np.isnan(model.fit_extractor())  # nothing to fit
-
-
-def test_fresh_td_needs_a_candidate_pool():
-    with pytest.raises(ValueError, match=r"contribution='fresh_td' measures \|TD\| on a candidate pool"):
-        cartpole_model(contribution="fresh_td")
-
-
-def test_density_ratio_with_a_pool_scores_ratio_times_fresh_td():
-    model = pool_model()
-    model.learn(600)
-    buffer = model.replay_buffer
-    candidates = np.arange(8)
-    td = np.linspace(0.0, 2.0, 8)
-    expected = buffer.scores[candidates] * np.maximum(td, buffer.score_floor)
-    np.testing.assert_allclose(model._candidate_scores(candidates, td), expected)
-    assert not np.allclose(buffer.scores[candidates], 1.0)  # the ratio part is not trivial
-
-
 # ------------------------------------------------------------------ persistence
 def test_save_load_keeps_the_classifier_and_its_auc(tmp_path):
     model = cartpole_model()
@@ -271,3 +231,18 @@ def test_a_buffer_saved_before_the_density_ratio_loads_with_a_logged_migration(t
     assert model.replay_buffer.neutral_score == 1.0
     model.learn(400, reset_num_timesteps=False)  # and it trains on
     assert np.isfinite(model.extractor_auc)
+
+
+def pool_model(**overrides: Any) -> ComplementaryDQN:
+    return cartpole_model(candidate_pool=4, uniform_fraction=0.0, **overrides)
+
+
+def test_density_ratio_with_a_pool_scores_ratio_times_fresh_td():
+    model = pool_model()
+    model.learn(600)
+    buffer = model.replay_buffer
+    candidates = np.arange(8)
+    td = np.linspace(0.0, 2.0, 8)
+    expected = buffer.scores[candidates] * np.maximum(td, buffer.score_floor)
+    np.testing.assert_allclose(model._candidate_scores(candidates, td), expected)
+    assert not np.allclose(buffer.scores[candidates], 1.0)  # the ratio part is not trivial

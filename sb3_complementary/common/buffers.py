@@ -55,6 +55,8 @@ class WeightedSamples(NamedTuple):
     :param raw_weights: ``(batch_size,)`` un-normalised IS weights ``(N * P(i)) ** -beta`` (for logging).
     :param control: ``(batch_size,)`` True where the transition came from the uniform share:
         the control group that contribution labels are compared against.
+    :param fresh_scores: ``(batch_size,)`` scores measured when the batch was drawn, at the
+        parameters the gradient step starts from (ReLo's reducible loss), or None.
     """
 
     samples: Samples
@@ -62,6 +64,7 @@ class WeightedSamples(NamedTuple):
     weights: th.Tensor
     raw_weights: np.ndarray
     control: np.ndarray
+    fresh_scores: np.ndarray | None = None
 
 
 class ComplementaryReplayBuffer(ReplayBuffer):

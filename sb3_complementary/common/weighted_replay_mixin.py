@@ -169,6 +169,13 @@ class WeightedReplayMixin(_Base):
         """
         raise NotImplementedError
 
+    def _reducible_loss(self, data: Samples) -> np.ndarray:
+        """
+        ``(n,)`` each sample's loss under the online network minus its loss under the target
+        network, on the same TD target, clipped at 0 (ReLo's priority), without side effects.
+        """
+        raise NotImplementedError
+
     def sampling_ess_fraction(self) -> float:
         """ESS fraction of the replay's sampling distribution (1 = uniform); see ``ess_fraction`` of the buffer."""
         return self.replay_buffer.ess_fraction()

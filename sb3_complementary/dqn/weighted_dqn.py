@@ -33,6 +33,21 @@ class WeightedDQN(WeightedReplayMixin, DQN):
             current_q_values = th.gather(self.q_net(data.observations), dim=1, index=data.actions.long())
             return (current_q_values - self._td_target(data)).abs().cpu().numpy().reshape(-1)
 
+    def _reducible_loss(self, data: Samples) -> np.ndarray:
+        """
+        ``(n,)`` ReLo's priority: ``max(0, Huber(Q(s, a), y) - Huber(Q_target(s, a), y))``, with ``y``
+        the TD target of the target network (the part of the loss training can still remove).
+        """
+        with side_effect_free(self.policy, self.device):
+            target = self._td_target(data)
+            index = data.actions.long()
+            online = th.gather(self.q_net(data.observations), dim=1, index=index)
+            frozen = th.gather(self.q_net_target(data.observations), dim=1, index=index)
+            reducible = F.smooth_l1_loss(online, target, reduction="none") - F.smooth_l1_loss(
+                frozen, target, reduction="none"
+            )
+            return reducible.clamp_min(0.0).cpu().numpy().reshape(-1)
+
     def _q_values_and_penultimate(self, observations: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
         """``(B, n_actions)`` Q-values and ``(B, H)`` inputs of the last linear layer, in one forward pass."""
         features = self.q_net.extract_features(observations, self.q_net.features_extractor)
