@@ -1,6 +1,6 @@
 """The callback that schedules the experience extractor's fits and re-scores inside SB3's loop."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -41,20 +41,16 @@ class ExtractorTrainingCallback(BaseCallback):
         verbose: int = 0,
     ) -> None:
         super().__init__(verbose)
-        self._overrides = {
-            "extractor_train_freq": extractor_train_freq,
-            "refresh_interval": refresh_interval,
-            "coupling_coef": coupling_coef,
-            "extractor_gradient_steps": gradient_steps,
-            "extractor_batch_size": batch_size,
-        }
+        self._intervals = {"extractor_train_freq": extractor_train_freq, "refresh_interval": refresh_interval}
+        # Passed to fit_extractor(); None there means the model's own knob.
+        self._gradient_steps, self._batch_size, self._coupling_coef = gradient_steps, batch_size, coupling_coef
         self._last_fit = 0
         self._last_refresh = 0
         self.last_loss = float("nan")
 
-    def _knob(self, name: str) -> Any:
-        value = self._overrides[name]
-        return getattr(self.model, name) if value is None else value
+    def _interval(self, name: str) -> int:
+        value = self._intervals[name]
+        return int(getattr(self.model, name) if value is None else value)
 
     def _init_callback(self) -> None:
         if not hasattr(self.model, "extractor"):
@@ -69,20 +65,16 @@ class ExtractorTrainingCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         steps = self.model.num_timesteps
-        if steps - self._last_fit >= self._knob("extractor_train_freq"):
+        if steps - self._last_fit >= self._interval("extractor_train_freq"):
             self._last_fit = steps
             self.fit()
-        if steps - self._last_refresh >= self._knob("refresh_interval") and self.model.replay_buffer.size() > 0:
+        if steps - self._last_refresh >= self._interval("refresh_interval") and self.model.replay_buffer.size() > 0:
             self._last_refresh = steps
             self.refresh()
 
     def fit(self) -> None:
         """Fit the extractor now (:meth:`~ComplementaryMixin.fit_extractor`), with this callback's overrides."""
-        self.last_loss = self.model.fit_extractor(
-            gradient_steps=self._knob("extractor_gradient_steps"),
-            batch_size=self._knob("extractor_batch_size"),
-            coupling_coef=self._knob("coupling_coef"),
-        )
+        self.last_loss = self.model.fit_extractor(self._gradient_steps, self._batch_size, self._coupling_coef)
 
     def refresh(self) -> None:
         """Re-score the buffer now (:meth:`~ComplementaryMixin.refresh_scores`)."""
