@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ def synthetic_record(
     env_budget, r_random, r_ref = ENVS[env]
     budget = budget or env_budget
     timesteps = [round(budget * k / 20) for k in range(1, 21)]
-    rng = np.random.default_rng(hash((contender, env, seed)) % 2**32)
+    # crc32, not hash(): str hashes are salted per process, and the synthetic runs must not be.
+    rng = np.random.default_rng(zlib.crc32(f"{contender}/{env}/{seed}".encode()))
     progress = np.linspace(0.0, 1.0, 20) ** (1.0 / SKILL[contender])
     mean = r_random + (r_ref - r_random) * SKILL[contender] * progress + rng.normal(0, 5, size=20)
     data: dict[str, Any] = {

@@ -249,8 +249,21 @@ def test_extractor_callback_added_once_and_never_duplicated(form, extractor_call
 def test_progress_bar_and_evaluate_policy():
     model = make_model("complementary-influence", "CartPole-v1", seed=0)
     model.learn(200, progress_bar=True)
-    mean_reward, std_reward = evaluate_policy(model, Monitor(gym.make("CartPole-v1")), n_eval_episodes=3)
-    assert np.isfinite(mean_reward) and mean_reward > 0 and np.isfinite(std_reward)
+    vec_env = DummyVecEnv([lambda: Monitor(gym.make("CartPole-v1"))])
+    vec_env.seed(3)
+    returns, _ = evaluate_policy(model, vec_env, n_eval_episodes=3, return_episode_rewards=True)
+    # The same three episodes by hand: evaluate_policy sees exactly what model.predict does.
+    by_hand, env = [], gym.make("CartPole-v1")
+    obs, _ = env.reset(seed=3)
+    while len(by_hand) < 3:
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(int(model.predict(obs, deterministic=True)[0]))
+            total += float(reward)
+            done = terminated or truncated
+        by_hand.append(total)
+        obs, _ = env.reset()
+    assert returns == by_hand
     prioritized = make_model("prioritized", "CartPole-v1", seed=0)
     prioritized.learn(200, progress_bar=True)
     assert np.isfinite(evaluate_policy(prioritized, Monitor(gym.make("CartPole-v1")), n_eval_episodes=2)[0])

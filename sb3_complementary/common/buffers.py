@@ -199,6 +199,10 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         if len(self._unscored_rows) >= 4096:  # bound the backlog when nothing samples for a long time
             self._flush_new()
 
+    def seed_eviction(self, seed: int | None) -> None:
+        """Seed the private generator of ``eviction="lowest_score"`` (the algorithm passes its own seed)."""
+        self._eviction_rng = np.random.default_rng(seed)
+
     def _rescue_oldest(self, pos: int) -> None:
         """
         Before row ``pos`` (the oldest) is overwritten, move each of its transitions that outscores
@@ -555,8 +559,11 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         return batch, float(1.0 / (pool_size * np.sum(probabilities**2)))
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
-        """Score-proportional samples without weights, for code that expects a plain SB3 buffer."""
-        return self.sample_weighted(batch_size, env).samples  # type: ignore[return-value]
+        """
+        SB3's contract: a uniform batch, drawn with SB3's own NumPy calls (n-step returns included).
+        The scores play no part; the weighted replay draws through :meth:`sample_weighted`.
+        """
+        return self.get_samples_at(self.uniform_indices(batch_size), env)  # type: ignore[return-value]
 
     def ess_fraction(self, indices: np.ndarray | None = None) -> float:
         """

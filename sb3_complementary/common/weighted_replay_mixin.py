@@ -6,13 +6,14 @@ import pathlib
 import tempfile
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
+from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.buffers import (
@@ -62,6 +63,7 @@ def atomic_write(path: str | pathlib.Path, write: Callable[[io.BufferedWriter], 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() (as SB3's save) honours the umask
     try:
         with open(tmp, "wb") as file:
             write(file)
@@ -72,6 +74,16 @@ def atomic_write(path: str | pathlib.Path, write: Callable[[io.BufferedWriter], 
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+_SelfWeighted = TypeVar("_SelfWeighted", bound="WeightedReplayMixin")
+
+
+def _umask() -> int:
+    """The process umask (reading it means setting it: put it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class WeightedReplayMixin(_Base):
@@ -147,6 +159,29 @@ class WeightedReplayMixin(_Base):
             warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored")
             super()._setup_model()
         self.replay_rng = np.random.default_rng(self.seed)
+        self.replay_buffer.seed_eviction(self.seed)
+
+    def learn(
+        self: _SelfWeighted,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> _SelfWeighted:
+        """
+        SB3's ``learn``; ``tb_log_name`` defaults to the class name (``"ComplementaryDQN"``), so
+        TensorBoard runs do not collide with the parent algorithm's (``"DQN"``).
+        """
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=type(self).__name__ if tb_log_name is None else tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
 
     def _begin_weighted_train(self) -> None:
         """Start a ``train()`` call: forget the last call's probe; anneal ``beta`` linearly to 1 over the budget."""

@@ -1,0 +1,99 @@
+"""Contracts an SB3 user relies on without reading our docs: file modes, TensorBoard run names, seeding, sample()."""
+
+import os
+import stat
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3 import DQN
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
+
+from sb3_complementary import ComplementaryDQN, ComplementarySAC, PrioritizedDQN
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
+
+
+@pytest.fixture
+def umask():
+    """Set the process umask for one test, and put the old one back."""
+    old = os.umask(0o022)
+    os.umask(old)
+
+    def set_to(value: int) -> None:
+        os.umask(value)
+
+    yield set_to
+    os.umask(old)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_saved_files_honour_the_umask_as_sb3s_do(tmp_path, umask, mask):
+    umask(mask)
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", **TINY_DQN, **TINY_EXTRACTOR)
+    model.learn(100)
+    model.save(tmp_path / "ours")
+    model.save_replay_buffer(tmp_path / "ours_buffer")
+    reference = DQN("MlpPolicy", "CartPole-v1", **TINY_DQN)
+    reference.save(tmp_path / "sb3")
+    expected = stat.S_IMODE((tmp_path / "sb3.zip").stat().st_mode)
+    assert expected == 0o666 & ~mask
+    assert stat.S_IMODE((tmp_path / "ours.zip").stat().st_mode) == expected
+    assert stat.S_IMODE((tmp_path / "ours_buffer.pkl").stat().st_mode) == expected
+
+
+@pytest.fixture
+def tb_log_names(monkeypatch):
+    """The ``tb_log_name`` every ``learn()`` hands to SB3's logger set-up (no TensorBoard needed)."""
+    names: list[str] = []
+    original = BaseAlgorithm._setup_learn
+
+    def spy(self, total_timesteps, callback=None, reset_num_timesteps=True, tb_log_name="run", progress_bar=False):
+        names.append(tb_log_name)
+        return original(self, total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+
+    monkeypatch.setattr(BaseAlgorithm, "_setup_learn", spy)
+    return names
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
+def test_tensorboard_runs_are_named_after_the_class(tb_log_names, cls):
+    model = cls("MlpPolicy", "CartPole-v1", **TINY_DQN)
+    model.learn(60)
+    model.learn(60, tb_log_name="mine")
+    assert tb_log_names == [cls.__name__, "mine"]
+
+
+def test_eviction_is_seeded_from_the_model_seed():
+    def evicted_order(seed: int) -> np.ndarray:
+        model = ComplementaryDQN(
+            "MlpPolicy", "CartPole-v1", seed=seed, eviction="lowest_score", **{**TINY_DQN, "buffer_size": 200}
+        )
+        return model.replay_buffer._eviction_rng.integers(0, 1_000_000, size=8)
+
+    np.testing.assert_array_equal(evicted_order(1), evicted_order(1))
+    assert not np.array_equal(evicted_order(1), evicted_order(2))
+
+
+def test_buffer_sample_is_sb3s_uniform_sample_whatever_the_scores():
+    space = gym.spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32)
+    ours = ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), **TINY_DQN).replay_buffer
+    ours = type(ours)(64, space, gym.spaces.Discrete(2), device="cpu", n_envs=2)
+    plain = ReplayBuffer(64, space, gym.spaces.Discrete(2), device="cpu", n_envs=2)
+    fill_buffer(ours, 20)
+    fill_buffer(plain, 20)
+    scores = np.zeros(ours.buffer_size * ours.n_envs)
+    scores[:4] = 1e6  # a sampler that followed the scores would return these four only
+    ours.update_scores(np.arange(len(scores)), scores)
+    np.random.seed(5)
+    got = ours.sample(16)
+    np.random.seed(5)
+    expected = plain.sample(16)
+    for name in ("observations", "actions", "next_observations", "dones", "rewards"):
+        np.testing.assert_array_equal(getattr(got, name).numpy(), getattr(expected, name).numpy())
+
+
+def test_actor_critic_tensorboard_name_too(tb_log_names):
+    model = ComplementarySAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=200, device="cpu")
+    model.learn(20)
+    assert tb_log_names == ["ComplementarySAC"]
