@@ -1,5 +1,6 @@
 """Contracts an SB3 user relies on without reading our docs: file modes, TensorBoard run names, seeding, sample()."""
 
+import inspect
 import os
 import stat
 
@@ -10,8 +11,19 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 
+import sb3_complementary
 from sb3_complementary import ComplementaryDQN, ComplementarySAC, PrioritizedDQN
+from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.common.prioritized_mixin import PrioritizedMixin
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
+
+#: Every public algorithm class of the package.
+ALGORITHM_CLASSES = [
+    getattr(sb3_complementary, name)
+    for name in sb3_complementary.__all__
+    if isinstance(getattr(sb3_complementary, name), type)
+    and issubclass(getattr(sb3_complementary, name), (ComplementaryMixin, PrioritizedMixin))
+]
 
 
 @pytest.fixture
@@ -97,3 +109,17 @@ def test_actor_critic_tensorboard_name_too(tb_log_names):
     model = ComplementarySAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=200, device="cpu")
     model.learn(20)
     assert tb_log_names == ["ComplementarySAC"]
+
+
+@pytest.mark.parametrize("cls", ALGORITHM_CLASSES, ids=lambda c: c.__name__)
+def test_constructor_signature_shows_the_parent_parameters_then_the_knobs(cls):
+    parent = next(c for c in cls.__mro__ if c.__module__.startswith(("stable_baselines3", "sb3_contrib")))
+    shown = inspect.signature(cls).parameters
+    inherited = [name for name in inspect.signature(parent.__init__).parameters if name != "self"]
+    assert list(shown)[: len(inherited) - 1] == [n for n in inherited if n != "_init_setup_model"]
+    mixin = ComplementaryMixin if issubclass(cls, ComplementaryMixin) else PrioritizedMixin
+    knobs = [p.name for p in inspect.signature(mixin.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert set(knobs) <= set(shown)
+    assert all(shown[k].kind is inspect.Parameter.KEYWORD_ONLY for k in knobs)
+    assert "args" not in shown and "kwargs" not in shown
+    inspect.signature(cls).bind("MlpPolicy", "CartPole-v1", learning_starts=10, alpha=0.5)  # as a user calls it

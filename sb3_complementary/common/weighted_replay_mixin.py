@@ -24,6 +24,7 @@ from sb3_complementary.common.buffers import (
 )
 from sb3_complementary.common.contribution import last_layer_influence
 from sb3_complementary.common.side_effects import side_effect_free
+from sb3_complementary.common.signature import combined_signature
 from sb3_complementary.common.validation import check_range
 
 if TYPE_CHECKING:
@@ -100,6 +101,13 @@ class WeightedReplayMixin(_Base):
     """
 
     replay_buffer: ComplementaryReplayBuffer
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        signature = combined_signature(cls)
+        if signature is not None:
+            cls.__signature__ = signature  # type: ignore[attr-defined]
+
     #: Whether ``train()`` must compute each sample's last-layer influence (the influence signal).
     needs_influence: bool = False
     probe_size: int
