@@ -146,29 +146,19 @@ def select_entry(table: Mapping[str, Any], env_id: str, is_atari: bool, source: 
 
 def constructor_parameters(algorithm: type) -> frozenset[str]:
     """
-    Every keyword an algorithm's constructor accepts, following ``**kwargs`` up the class hierarchy.
-
-    ``ComplementaryDQN.__init__(*args, <knobs>, **kwargs)`` forwards ``kwargs`` to ``DQN``; the
-    walk collects the knobs, then ``DQN``'s parameters, and stops at the first ``__init__``
-    without ``**kwargs``. Private parameters (``_init_setup_model``) are left out.
+    Every keyword an algorithm's constructor accepts: its ``inspect.signature``, which for this
+    package's algorithms lists the SB3 parent's parameters and the replay knobs
+    (:func:`~sb3_complementary.common.signature.combined_signature`). Private parameters
+    (``_init_setup_model``) are left out.
 
     :param algorithm: The algorithm class.
     :return: The accepted keyword names.
     """
-    names: set[str] = set()
-    for klass in algorithm.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        parameters = list(inspect.signature(init).parameters.values())[1:]  # drop self
-        names.update(
-            p.name
-            for p in parameters
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and not p.name.startswith("_")
-        )
-        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
-            break
-    return frozenset(names)
+    return frozenset(
+        p.name
+        for p in inspect.signature(algorithm).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and not p.name.startswith("_")
+    )
 
 
 def check_keys(algorithm: type, entry: Mapping[str, Any], where: str) -> None:
