@@ -123,3 +123,30 @@ def test_constructor_signature_shows_the_parent_parameters_then_the_knobs(cls):
     assert all(shown[k].kind is inspect.Parameter.KEYWORD_ONLY for k in knobs)
     assert "args" not in shown and "kwargs" not in shown
     inspect.signature(cls).bind("MlpPolicy", "CartPole-v1", learning_starts=10, alpha=0.5)  # as a user calls it
+
+
+# ------------------------------------------------------------------ one source of truth for the replay knobs
+def test_load_time_overrides_reach_the_buffer(tmp_path):
+    model = PrioritizedDQN("MlpPolicy", "CartPole-v1", seed=0, **TINY_DQN)
+    model.learn(200)
+    model.save(tmp_path / "per")
+    model.save_replay_buffer(tmp_path / "per_buffer")
+    loaded = PrioritizedDQN.load(tmp_path / "per", env=gym.make("CartPole-v1"), alpha=0.1, uniform_fraction=0.5)
+    assert (loaded.alpha, loaded.replay_buffer.alpha) == (0.1, 0.1)
+    assert (loaded.uniform_fraction, loaded.replay_buffer.uniform_fraction) == (0.5, 0.5)
+    loaded.load_replay_buffer(tmp_path / "per_buffer.pkl")  # pickled at alpha 0.6: the model's 0.1 wins
+    buffer = loaded.replay_buffer
+    assert (buffer.alpha, buffer.uniform_fraction) == (0.1, 0.5)
+    indices = buffer.valid_indices()
+    np.testing.assert_allclose(buffer.tree.leaves[indices], buffer.priority(buffer.scores[indices]), rtol=1e-6)
+
+
+def test_a_knob_set_twice_with_different_values_names_both():
+    with pytest.raises(
+        ValueError, match=r"alpha is set twice: PrioritizedDQN\(alpha=0.6\) and replay_buffer_kwargs\['alpha'\]=0.3"
+    ):
+        PrioritizedDQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs={"alpha": 0.3}, **TINY_DQN)
+    with pytest.raises(ValueError, match=r"beta is set twice"):
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs={"beta": 0.9}, **TINY_DQN)
+    same = PrioritizedDQN("MlpPolicy", "CartPole-v1", alpha=0.3, replay_buffer_kwargs={"alpha": 0.3}, **TINY_DQN)
+    assert same.replay_buffer.alpha == 0.3 and "alpha" not in same.replay_buffer_kwargs

@@ -130,6 +130,23 @@ class WeightedReplayMixin(_Base):
         check_range("epsilon", epsilon, low=0.0)
         check_range("uniform_fraction", uniform_fraction, low=0.0, high=1.0)
         check_range("score_floor", score_floor, low=0.0)
+        given = dict(
+            alpha=alpha,
+            beta=beta,
+            epsilon=epsilon,
+            uniform_fraction=uniform_fraction,
+            score_floor=score_floor,
+            initial_score=initial_score,
+            include_observation=include_observation,
+            eviction=eviction,
+        )
+        for knob, value in given.items():  # one source of truth: the constructor's knob
+            in_buffer_kwargs = (self.replay_buffer_kwargs or {}).get(knob, value)
+            if in_buffer_kwargs != value:
+                raise ValueError(
+                    f"{knob} is set twice: {type(self).__name__}({knob}={value!r}) and "
+                    f"replay_buffer_kwargs[{knob!r}]={in_buffer_kwargs!r}; set it once, as the constructor's {knob}"
+                )
         self.alpha = alpha
         self.beta = beta
         self.epsilon = epsilon
@@ -155,10 +172,12 @@ class WeightedReplayMixin(_Base):
                 f"{type(self).__name__} replays through a ComplementaryReplayBuffer (or a subclass), "
                 f"got replay_buffer_class={self.replay_buffer_class.__name__}"
             )
-        # SB3 keeps a reference to the user's dict: copy before filling in our knobs.
-        self.replay_buffer_kwargs = dict(self.replay_buffer_kwargs)
-        for knob in BUFFER_KNOBS:
-            self.replay_buffer_kwargs.setdefault(knob, getattr(self, knob))
+        # The knobs live on the model, once: the buffer is built from them. Values inside
+        # replay_buffer_kwargs (a model saved before this rule) yield to the model's, which is
+        # where SB3's load(..., alpha=0.1) writes an override. SB3 keeps a reference to the
+        # user's dict, so it is copied, never filled in.
+        user_kwargs = {k: v for k, v in self.replay_buffer_kwargs.items() if k not in BUFFER_KNOBS}
+        self.replay_buffer_kwargs = {**user_kwargs, **{knob: getattr(self, knob) for knob in BUFFER_KNOBS}}
         if self.n_steps > 1:
             self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
             self.replay_buffer_kwargs.setdefault("gamma", self.gamma)
@@ -166,6 +185,7 @@ class WeightedReplayMixin(_Base):
             # SB3 warns that n_steps is ignored with a custom buffer class; ours receives it above.
             warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored")
             super()._setup_model()
+        self.replay_buffer_kwargs = user_kwargs
         self.replay_rng = np.random.default_rng(self.seed)
         self.replay_buffer.seed_eviction(self.seed)
 
@@ -329,7 +349,18 @@ class WeightedReplayMixin(_Base):
         self.replay_buffer = loaded
 
     def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
-        """Bring a loaded buffer up to what this model expects of it (a hook for the mixins)."""
+        """
+        Bring a loaded buffer up to this model: the model's replay knobs win over the ones pickled
+        with the buffer (``load(..., alpha=0.1)`` then ``load_replay_buffer`` replays at 0.1), and
+        the tree's priorities are rebuilt from the stored scores when the priority map changed.
+        """
+        # beta is the buffer's live, annealed value: train() sets it from the model's schedule.
+        changed = [k for k in BUFFER_KNOBS if k != "beta" and getattr(buffer, k) != getattr(self, k)]
+        for knob in changed:
+            setattr(buffer, knob, getattr(self, knob))
+        if {"alpha", "epsilon", "score_floor"} & set(changed):
+            indices = buffer.valid_indices()
+            buffer.set_all_scores(indices, buffer.scores[indices])
 
     def _migrate_buffer(self, old: ReplayBuffer) -> ComplementaryReplayBuffer:
         assert self.replay_buffer_class is not None
