@@ -2,7 +2,12 @@
 
 from typing import TYPE_CHECKING, Any
 
-from sb3_complementary.common.buffers import ComplementaryDictReplayBuffer, ComplementaryReplayBuffer, WeightedSamples
+from sb3_complementary.common.buffers import (
+    ComplementaryDictReplayBuffer,
+    ComplementaryNStepReplayBuffer,
+    ComplementaryReplayBuffer,
+    WeightedSamples,
+)
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.extractor import ExperienceExtractor
 from sb3_complementary.crossq import ComplementaryCrossQ
@@ -35,6 +40,7 @@ __all__ = [
     "ComplementaryDDPG",
     "ComplementaryDQN",
     "ComplementaryDictReplayBuffer",
+    "ComplementaryNStepReplayBuffer",
     "ComplementaryQRDQN",
     "ComplementaryReplayBuffer",
     "ComplementarySAC",

@@ -3,16 +3,23 @@
 import inspect
 import os
 import stat
+import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3 import DQN
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.buffers import NStepReplayBuffer, ReplayBuffer
 
 import sb3_complementary
-from sb3_complementary import ComplementaryDQN, ComplementarySAC, PrioritizedDQN
+from sb3_complementary import (
+    ComplementaryDictReplayBuffer,
+    ComplementaryDQN,
+    ComplementaryReplayBuffer,
+    ComplementarySAC,
+    PrioritizedDQN,
+)
 from sb3_complementary.common.complementary_mixin import ComplementaryMixin
 from sb3_complementary.common.prioritized_mixin import PrioritizedMixin
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
@@ -150,3 +157,24 @@ def test_a_knob_set_twice_with_different_values_names_both():
         ComplementaryDQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs={"beta": 0.9}, **TINY_DQN)
     same = PrioritizedDQN("MlpPolicy", "CartPole-v1", alpha=0.3, replay_buffer_kwargs={"alpha": 0.3}, **TINY_DQN)
     assert same.replay_buffer.alpha == 0.3 and "alpha" not in same.replay_buffer_kwargs
+
+
+# ------------------------------------------------------------------ n-step and the Dict buffer
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN, ComplementarySAC])
+def test_n_step_replay_is_an_sb3_nstep_buffer_and_sb3_does_not_warn(cls):
+    env = "Pendulum-v1" if cls is ComplementarySAC else "CartPole-v1"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = cls("MlpPolicy", env, n_steps=3, learning_starts=10, buffer_size=200, device="cpu")
+    assert isinstance(model.replay_buffer, NStepReplayBuffer)
+    assert isinstance(model.replay_buffer, ComplementaryReplayBuffer)
+    assert (model.replay_buffer.n_steps, model.replay_buffer.gamma) == (3, model.gamma)
+    assert not [w for w in caught if "n_steps" in str(w.message)]
+    model.learn(40)
+
+
+def test_dict_buffer_takes_sb3s_positional_parameters():
+    space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,)), "b": gym.spaces.Box(-1, 1, (3,))})
+    buffer = ComplementaryDictReplayBuffer(32, space, gym.spaces.Discrete(2), "cpu", 2, False, False, alpha=0.5)
+    assert (buffer.n_envs, buffer.handle_timeout_termination, buffer.alpha) == (2, False, 0.5)
+    assert inspect.signature(ComplementaryDictReplayBuffer) == inspect.signature(ComplementaryReplayBuffer)

@@ -1,5 +1,6 @@
 """Replay buffers that sample by score through a sum tree and return importance-sampling weights."""
 
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -7,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
+from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
@@ -668,9 +669,47 @@ class ComplementaryDictReplayBuffer(ComplementaryReplayBuffer, DictReplayBuffer)
     support ``optimize_memory_usage``.
     """
 
-    def __init__(self, buffer_size: int, observation_space: spaces.Space, action_space: spaces.Space, **kwargs: Any):
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        **knobs: Any,
+    ) -> None:
         if not isinstance(observation_space, spaces.Dict):
             raise ValueError(f"ComplementaryDictReplayBuffer needs a Dict observation space, got {observation_space}")
-        if kwargs.get("optimize_memory_usage"):
+        if optimize_memory_usage:
             raise ValueError("ComplementaryDictReplayBuffer does not support optimize_memory_usage=True (as in SB3)")
-        super().__init__(buffer_size, observation_space, action_space, **kwargs)
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            handle_timeout_termination=handle_timeout_termination,
+            **knobs,
+        )
+
+
+# Same parameters as the flat buffer (SB3's positional order, then the replay knobs), for inspect.signature.
+ComplementaryDictReplayBuffer.__signature__ = inspect.signature(ComplementaryReplayBuffer)  # type: ignore[attr-defined]
+
+
+class ComplementaryNStepReplayBuffer(ComplementaryReplayBuffer, NStepReplayBuffer):
+    """
+    :class:`ComplementaryReplayBuffer` with n-step returns that is also an SB3 ``NStepReplayBuffer``,
+    so code that checks ``isinstance(model.replay_buffer, NStepReplayBuffer)`` when
+    ``n_steps > 1`` (SB3's own tests do) sees what it expects.
+
+    The n-step gather is the flat buffer's (:meth:`ComplementaryReplayBuffer.get_samples_at`,
+    checked against SB3's in the tests), shared by weighted and uniform draws; an algorithm built
+    with ``n_steps > 1`` and no ``replay_buffer_class`` replays through this class.
+    """
+
+    def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> ReplayBufferSamples:
+        envs = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))  # SB3's draw, then our gather
+        return self.get_samples_at(batch_inds * self.n_envs + envs, env)  # type: ignore[return-value]

@@ -18,6 +18,7 @@ from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.buffers import (
     ComplementaryDictReplayBuffer,
+    ComplementaryNStepReplayBuffer,
     ComplementaryReplayBuffer,
     Samples,
     WeightedSamples,
@@ -165,8 +166,12 @@ class WeightedReplayMixin(_Base):
                 "stored transitions. Use the uniform parent algorithm for HER; compatibility is a later step."
             )
         if self.replay_buffer_class is None:
-            dict_obs = isinstance(self.observation_space, spaces.Dict)
-            self.replay_buffer_class = ComplementaryDictReplayBuffer if dict_obs else ComplementaryReplayBuffer
+            if isinstance(self.observation_space, spaces.Dict):
+                self.replay_buffer_class = ComplementaryDictReplayBuffer
+            elif self.n_steps > 1:
+                self.replay_buffer_class = ComplementaryNStepReplayBuffer
+            else:
+                self.replay_buffer_class = ComplementaryReplayBuffer
         elif not issubclass(self.replay_buffer_class, ComplementaryReplayBuffer):
             raise ValueError(
                 f"{type(self).__name__} replays through a ComplementaryReplayBuffer (or a subclass), "
@@ -181,10 +186,13 @@ class WeightedReplayMixin(_Base):
         if self.n_steps > 1:
             self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
             self.replay_buffer_kwargs.setdefault("gamma", self.gamma)
-        with warnings.catch_warnings():
-            # SB3 warns that n_steps is ignored with a custom buffer class; ours receives it above.
-            warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored")
+        # SB3 would warn that n_steps is ignored with a custom buffer class; ours receives it
+        # above, so SB3's set-up runs with n_steps=1 (n_steps is read nowhere else).
+        n_steps, self.n_steps = self.n_steps, 1
+        try:
             super()._setup_model()
+        finally:
+            self.n_steps = n_steps
         self.replay_buffer_kwargs = user_kwargs
         self.replay_rng = np.random.default_rng(self.seed)
         self.replay_buffer.seed_eviction(self.seed)
