@@ -29,6 +29,21 @@ NEUTRAL_SCORE = 0.5
 Samples = ReplayBufferSamples | DictReplayBufferSamples
 
 
+def _check_finite(step: int, **arrays: Any) -> None:
+    """Raise a ``ValueError`` naming the first array (or Dict key) with a NaN or an infinity."""
+    for name, value in arrays.items():
+        parts = value.items() if isinstance(value, dict) else [(None, value)]
+        for key, part in parts:
+            part = np.asarray(part)
+            if np.issubdtype(part.dtype, np.floating) and not np.all(np.isfinite(part)):
+                where = name if key is None else f"{name}[{key!r}]"
+                raise ValueError(
+                    f"Non-finite {where} from the env at transition {step} ({part.tolist()}): the replay "
+                    "refuses it, as it would poison TD targets and priorities. Wrap the env in SB3's "
+                    "VecCheckNan to find where it comes from."
+                )
+
+
 def take_rows(samples: Samples, rows: np.ndarray) -> Samples:
     """The rows ``rows`` (``(n,)`` positions, repeats allowed) of every field of some SB3 samples."""
     index: th.Tensor | None = None
@@ -190,6 +205,12 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
+        """
+        SB3's ``add``, plus the transition's features. A non-finite reward or observation raises a
+        ``ValueError`` before anything is written: it would poison the TD targets, the scores and
+        the sum tree (SB3's ``VecCheckNan`` wrapper finds where it comes from).
+        """
+        _check_finite(self.n_added, reward=reward, obs=obs, next_obs=next_obs)
         pos = self.pos
         if self.full and self.eviction == "lowest_score":
             self._rescue_oldest(pos)

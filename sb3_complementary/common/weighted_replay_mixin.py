@@ -3,8 +3,10 @@
 import io
 import os
 import pathlib
+import pickle
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -79,6 +81,29 @@ def atomic_write(path: str | pathlib.Path, write: Callable[[io.BufferedWriter], 
 
 
 _SelfWeighted = TypeVar("_SelfWeighted", bound="WeightedReplayMixin")
+
+
+def check_save_file(path: str | pathlib.Path) -> None:
+    """
+    Raise a ``ValueError`` naming ``path`` unless it is a readable SB3 save file (a zip archive
+    whose members pass their CRC check, with the ``data`` member SB3 writes). SB3 appends
+    ``.zip`` to a path without a suffix, and so does this check.
+    """
+    target = pathlib.Path(path)
+    if not target.exists() and target.suffix == "":
+        target = target.with_name(f"{target.name}.zip")
+    if not target.exists():
+        return  # SB3 raises its own FileNotFoundError
+    try:
+        with zipfile.ZipFile(target) as archive:
+            bad = archive.testzip()
+            names = archive.namelist()
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise ValueError(f"{target} is not a readable SB3 save file: truncated or corrupted ({exc})") from exc
+    if bad is not None:
+        raise ValueError(f"{target} is corrupted: its member {bad!r} fails its CRC check")
+    if "data" not in names:
+        raise ValueError(f"{target} is not an SB3 save file: it has no 'data' member (members: {names})")
 
 
 def _umask() -> int:
@@ -315,6 +340,17 @@ class WeightedReplayMixin(_Base):
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_train_probe"]
 
+    @classmethod
+    def load(cls, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> Any:
+        """
+        SB3's ``load``, after checking that ``path`` is a whole SB3 save file: a truncated or
+        corrupted file raises a ``ValueError`` naming the file and what is wrong, instead of an
+        error from deep inside ``zipfile`` or torch.
+        """
+        if not isinstance(path, io.IOBase):
+            check_save_file(path)
+        return super().load(path, *args, **kwargs)
+
     def save(self, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> None:
         """SB3 ``save``, written to a temporary file then renamed, so a crash never leaves a half-written zip."""
         if isinstance(path, io.BufferedIOBase):
@@ -342,7 +378,13 @@ class WeightedReplayMixin(_Base):
         into a :class:`ComplementaryReplayBuffer` with fresh features and initial scores, and the
         migration is logged as a warning.
         """
-        loaded = load_from_pkl(path, self.verbose)
+        try:
+            loaded = load_from_pkl(path, self.verbose)
+        except (pickle.UnpicklingError, EOFError, ValueError) as exc:
+            raise ValueError(
+                f"Cannot load a replay buffer from {path}: the file is truncated or corrupted "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
         if not isinstance(loaded, ReplayBuffer):
             raise ValueError(f"{path} does not hold an SB3 ReplayBuffer (got {type(loaded).__name__})")
         if not isinstance(loaded, ComplementaryReplayBuffer) or not hasattr(loaded, "features"):
