@@ -44,8 +44,6 @@ class ExtractorTrainingCallback(BaseCallback):
         self._intervals = {"extractor_train_freq": extractor_train_freq, "refresh_interval": refresh_interval}
         # Passed to fit_extractor(); None there means the model's own knob.
         self._gradient_steps, self._batch_size, self._coupling_coef = gradient_steps, batch_size, coupling_coef
-        self._last_fit = 0
-        self._last_refresh = 0
         self.last_loss = float("nan")
 
     def _interval(self, name: str) -> int:
@@ -58,18 +56,21 @@ class ExtractorTrainingCallback(BaseCallback):
                 f"ExtractorTrainingCallback needs a Complementary algorithm (with an extractor), "
                 f"got {type(self.model).__name__}"
             )
-        self._last_fit = self._last_refresh = self.model.num_timesteps
+        model = self.model
+        if model.last_fit_step > model.num_timesteps:  # learn(reset_num_timesteps=True): the clock restarted
+            model.last_fit_step = model.last_refresh_step = model.num_timesteps
 
     def _on_step(self) -> bool:
         return True
 
     def _on_rollout_end(self) -> None:
-        steps = self.model.num_timesteps
-        if steps - self._last_fit >= self._interval("extractor_train_freq"):
-            self._last_fit = steps
+        model = self.model
+        steps = model.num_timesteps
+        if steps - model.last_fit_step >= self._interval("extractor_train_freq"):
+            model.last_fit_step = steps
             self.fit()
-        if steps - self._last_refresh >= self._interval("refresh_interval") and self.model.replay_buffer.size() > 0:
-            self._last_refresh = steps
+        if steps - model.last_refresh_step >= self._interval("refresh_interval") and model.replay_buffer.size() > 0:
+            model.last_refresh_step = steps
             self.refresh()
 
     def fit(self) -> None:

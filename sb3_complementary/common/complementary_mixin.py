@@ -197,6 +197,9 @@ class ComplementaryMixin(WeightedReplayMixin):
         self.ratio_is_exponent = ratio_is_exponent
         #: Held-out ROC AUC of the density-ratio classifier at its last fit (NaN before the first).
         self.extractor_auc = float("nan")
+        #: ``num_timesteps`` of the last fit and re-score: the extractor's schedule, saved with the model.
+        self.last_fit_step = 0
+        self.last_refresh_step = 0
         self._selection_ess: deque[float] = deque(maxlen=1000)
         self.task_balanced_labels = bool(task_balanced_labels)
         self._n_feedback = 0
@@ -224,11 +227,15 @@ class ComplementaryMixin(WeightedReplayMixin):
         # Multi-task runs: fit on labels ranked within each task, so one easy task cannot monopolise the replay.
         task_column = TASK_FEATURE_COLUMN if self.task_balanced_labels else None
         self.label_store = LabelStore(self.label_capacity, buffer.n_features, task_column=task_column)
+        loaded = self.__dict__.get("contribution_signal")  # set by SB3's load() from the saved data
         if self.learns_density_ratio:
             self.contribution_signal = None
             buffer.neutral_score = RATIO_NEUTRAL_SCORE
         elif self.contribution == "fresh_td":
             self.contribution_signal = None  # nothing to learn: the score is measured at draw time
+        elif isinstance(loaded, SIGNALS[self.contribution]):
+            self.contribution_signal = loaded  # a resumed run keeps its labels and the signal's state
+            self.label_store = loaded.store
         else:
             self.contribution_signal = make_signal(self.contribution, self.label_store)
         self.needs_influence = self.contribution_signal is not None and self.contribution_signal.needs_influence
@@ -484,8 +491,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
 
     def _excluded_save_params(self) -> list[str]:
-        # Rebuilt by __init__/_setup_model; the label store holds transient, ageing labels only.
-        transient = ["extractor", "label_store", "contribution_signal", "replay_rng", "_selection_ess"]
+        # The extractor travels as state dicts; the label store inside the signal (saved, not twice).
+        transient = ["extractor", "label_store", "_selection_ess"]
         return [*super()._excluded_save_params(), *transient]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:

@@ -219,7 +219,8 @@ class WeightedReplayMixin(_Base):
         finally:
             self.n_steps = n_steps
         self.replay_buffer_kwargs = user_kwargs
-        self.replay_rng = np.random.default_rng(self.seed)
+        # A loaded model keeps its generator (saved with the data): a resumed run draws on.
+        self.replay_rng = self.__dict__.get("replay_rng") or np.random.default_rng(self.seed)
         self.replay_buffer.seed_eviction(self.seed)
 
     def learn(
