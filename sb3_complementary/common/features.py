@@ -175,6 +175,49 @@ class TransitionFeatures:
         for env_idx in np.flatnonzero(done):
             self._backfill(int(env_idx), pos)
 
+    def fill(self, action: np.ndarray, reward: np.ndarray, done: np.ndarray, timeout: np.ndarray) -> None:
+        """
+        Record rows ``0 .. n-1`` at once, oldest first, into an empty table: what ``n`` calls to
+        :meth:`add` would record (episode returns back-filled, the last running episode carried
+        on), without the Python loop. A migrated buffer's features are built this way.
+
+        :param action: ``(n, n_envs, action_dim)`` buffer actions.
+        :param reward: ``(n, n_envs)`` rewards.
+        :param done: ``(n, n_envs)`` episode ends (terminal or truncated).
+        :param timeout: ``(n, n_envs)`` time-limit truncations.
+        """
+        n = len(reward)
+        reward = np.asarray(reward, dtype=np.float64)
+        done = np.asarray(done, dtype=bool)
+        timeout = np.asarray(timeout, dtype=bool)
+        rows = np.arange(n)[:, None]
+        # Row of the last episode end at or before each row (-1: none), per env.
+        last_end = np.maximum.accumulate(np.where(done, rows, -1), axis=0)
+        ended_before = np.vstack([np.full((1, self.n_envs), -1), last_end[:-1]])
+        cumulative = np.cumsum(reward, axis=0)
+        envs = np.arange(self.n_envs)[None, :]
+        base = np.where(ended_before >= 0, cumulative[np.maximum(ended_before, 0), envs], 0.0)
+        running = cumulative - base  # return so far within each row's episode
+        # Row of the first episode end at or after each row (n: the episode is still running).
+        next_end = np.minimum.accumulate(np.where(done, rows, n)[::-1], axis=0)[::-1]
+        final = running[np.minimum(next_end, n - 1), envs]
+
+        table = self.table[:n]
+        table[:] = 0.0
+        table[:, :, _COL["reward"]] = reward
+        table[:, :, _COL["terminal"]] = done & ~timeout
+        table[:, :, _COL["timeout"]] = timeout
+        table[:, :, _COL["td_step"]] = -1
+        table[:, :, _COL["insert_step"]] = rows
+        table[:, :, _COL["episode_return"]] = np.where(next_end < n, final, running)
+        table[:, :, _COL["episode_position"]] = rows - ended_before - 1
+        table[:, :, len(_STORED) :] = self._encode_actions(action.reshape(n * self.n_envs, -1)).reshape(
+            n, self.n_envs, -1
+        )
+        self.finished_returns.extend(running[done].tolist())
+        self._episode_length = (n - 1 - last_end[-1]).astype(np.int64)
+        self._running_return = np.where(last_end[-1] == n - 1, 0.0, running[-1])
+
     def _backfill(self, env_idx: int, last_pos: int) -> None:
         """Write the finished episode's return into all of its rows that are still in the buffer."""
         length = int(min(self._episode_length[env_idx], self.buffer_size))

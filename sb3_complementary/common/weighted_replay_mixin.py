@@ -426,28 +426,5 @@ class WeightedReplayMixin(_Base):
             old.buffer_size * old.n_envs, self.observation_space, self.action_space, **kwargs
         )
         assert isinstance(new, ComplementaryReplayBuffer)
-        n_rows = old.size()
-        order = (np.arange(n_rows) + (old.pos if old.full else 0)) % old.buffer_size
-        for row in order:
-            obs: Any = (
-                {k: v[row] for k, v in old.observations.items()}
-                if isinstance(old.observations, dict)
-                else old.observations[row]
-            )
-            new.add(
-                obs=obs,
-                next_obs=_next_obs_row(old, int(row)),
-                action=old.actions[row],
-                reward=old.rewards[row],
-                done=old.dones[row],
-                infos=[{"TimeLimit.truncated": bool(t)} for t in old.timeouts[row]],
-            )
+        new.load_rows(old)
         return new
-
-
-def _next_obs_row(buffer: ReplayBuffer, row: int) -> Any:
-    if buffer.optimize_memory_usage:
-        return buffer.observations[(row + 1) % buffer.buffer_size]
-    if isinstance(buffer.next_observations, dict):
-        return {k: v[row] for k, v in buffer.next_observations.items()}
-    return buffer.next_observations[row]
