@@ -14,6 +14,7 @@ Parts:
   SB3's uniform ``ReplayBuffer.sample`` on the same data; also cpprb's C++ prioritized buffer
   (the library we could have used for the sum tree) when it is installed.
 - ``rescore``: a full re-score of 1M transitions by the default extractor.
+- ``migrate``: a 1M-row plain SB3 buffer migrated by ``load_rows`` against ``add()`` row by row.
 - ``memory``: the buffer's extra bytes per transition (sum tree, scores, features) against the
   bytes of its observation storage.
 """
@@ -164,21 +165,62 @@ def bench_rescore(capacity: int, repeats: int) -> dict[str, Any]:
 
 
 def bench_memory(capacity: int, obs_dim: int) -> dict[str, Any]:
-    ours, _ = _filled_buffers(capacity, obs_dim)
-    extra = ours.tree.nbytes + ours.scores.nbytes
-    extra += sum(v.nbytes for v in vars(ours.features).values() if isinstance(v, np.ndarray))
-    observation_bytes = ours.observations.nbytes + ours.next_observations.nbytes
+    """
+    Extra bytes per transition (sum tree, scores, feature table; Discrete(4) actions) of a
+    ``capacity`` buffer, beside the observation bytes SB3 itself stores (obs + next_obs, float32).
+    The overhead does not depend on the observation, so the buffer is built with a 1-d one.
+    """
+    ours = ComplementaryReplayBuffer(capacity, gym.spaces.Box(-1, 1, (1,), np.float32), gym.spaces.Discrete(4))
     return {
         "capacity": capacity,
         "obs_dim": obs_dim,
-        "extra_bytes_per_transition": extra / capacity,
-        "observation_bytes_per_transition": observation_bytes / capacity,
+        "extra_bytes_per_transition": ours.overhead_bytes() / capacity,
+        "observation_bytes_per_transition": 2 * 4 * obs_dim,
+    }
+
+
+def bench_migrate(capacity: int, loop_rows: int) -> dict[str, Any]:
+    """
+    Migrating a full plain SB3 buffer of ``capacity`` CartPole-sized transitions: the vectorised
+    ``load_rows`` against ``add()`` row by row (the way migration worked before), timed on
+    ``loop_rows`` rows and quoted per row.
+    """
+    obs_space = gym.spaces.Box(-1, 1, (4,), np.float32)
+    act_space = gym.spaces.Discrete(2)
+    plain = ReplayBuffer(capacity, obs_space, act_space, device="cpu")
+    rng = np.random.default_rng(0)
+    plain.observations[:] = rng.standard_normal(plain.observations.shape, dtype=np.float32)
+    plain.next_observations[:] = plain.observations
+    plain.dones[:] = rng.random(plain.dones.shape) < 0.02
+    plain.full, plain.pos = True, 0
+    new = ComplementaryReplayBuffer(capacity, obs_space, act_space, device="cpu")
+    vectorised = timed(lambda: new.load_rows(plain))
+    looped = ComplementaryReplayBuffer(capacity, obs_space, act_space, device="cpu")
+
+    def loop() -> None:
+        for row in range(loop_rows):
+            infos = [{"TimeLimit.truncated": bool(plain.timeouts[row, 0])}]
+            looped.add(
+                plain.observations[row],
+                plain.next_observations[row],
+                plain.actions[row],
+                plain.rewards[row],
+                plain.dones[row],
+                infos,
+            )
+
+    loop_seconds = timed(loop)
+    return {
+        "capacity": capacity,
+        "load_rows_seconds": vectorised,
+        "add_loop_seconds_per_row": loop_seconds / loop_rows,
+        "add_loop_seconds_extrapolated": loop_seconds / loop_rows * capacity,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["train", "replay", "rescore", "memory"], action="append")
+    parser.add_argument("--only", choices=["train", "replay", "rescore", "memory", "migrate"], action="append")
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--capacity", type=int, default=1_000_000)
@@ -189,7 +231,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     th.set_num_threads(1)
-    parts = args.only or ["replay", "rescore", "memory", "train"]
+    parts = args.only or ["replay", "rescore", "memory", "migrate", "train"]
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.out and args.out.exists() else {}
     results["machine"] = {"platform": platform.platform(), "python": platform.python_version(), "torch": th.__version__}
     results["version"] = sb3_complementary.__version__
@@ -201,8 +243,10 @@ def main() -> None:
             results[part] = bench_replay(args.capacity, 256, iterations=200, repeats=args.repeats)
         elif part == "rescore":
             results[part] = bench_rescore(args.capacity, args.repeats)
+        elif part == "migrate":
+            results[part] = bench_migrate(args.capacity, loop_rows=20_000)
         else:
-            results[part] = {str(d): bench_memory(10_000, d) for d in (4, 8, 84 * 84)}
+            results[part] = {str(d): bench_memory(args.capacity, d) for d in (4, 8, 84 * 84)}
         print(json.dumps(results[part], indent=1), flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")

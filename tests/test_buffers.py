@@ -1,6 +1,8 @@
 """ComplementaryReplayBuffer: SB3 compatibility, IS weights, n-step gather, score hygiene, Dict variant."""
 
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -522,3 +524,12 @@ def test_lowest_score_eviction_rejects_n_step_and_memory_optimisation():
         make_buffer(10, eviction="lowest_score", n_steps=3)
     with pytest.raises(ValueError, match="eviction"):
         make_buffer(10, eviction="bogus")
+
+
+def test_memory_overhead_at_1m_transitions_matches_the_documented_figure():
+    """docs/performance.md quotes the extra bytes per transition; a 1M-capacity buffer stays within 10% of it."""
+    text = (Path(__file__).parents[1] / "docs" / "performance.md").read_text()
+    documented = float(re.search(r"\*\*(\d+) bytes\*\*, whatever the observation", text).group(1))
+    space = spaces.Box(-1, 1, (8,), np.float32)
+    buffer = ComplementaryReplayBuffer(1_000_000, space, spaces.Discrete(4), device="cpu")
+    assert buffer.overhead_bytes() / 1_000_000 == pytest.approx(documented, rel=0.10)

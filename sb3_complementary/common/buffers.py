@@ -254,6 +254,10 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self._unscored_rows = list(range(n))
         self._flush_new()
 
+    def overhead_bytes(self) -> int:
+        """Bytes this buffer holds beyond SB3's own storage: the sum tree, the scores and the feature table."""
+        return int(self.tree.nbytes + self.scores.nbytes + self.features.table.nbytes)
+
     def seed_eviction(self, seed: int | None) -> None:
         """Seed the private generator of ``eviction="lowest_score"`` (the algorithm passes its own seed)."""
         self._eviction_rng = np.random.default_rng(seed)
