@@ -321,8 +321,14 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         return self.max_score if self.initial_score == "max" else self.neutral_score
 
     def priority(self, scores: np.ndarray | float) -> np.ndarray:
-        """Sampling priority ``(max(score, floor) + epsilon) ** alpha`` of scores."""
-        return (np.maximum(scores, self.score_floor) + self.epsilon) ** self.alpha
+        """
+        Sampling priority ``(max(score, floor) + epsilon) ** alpha`` of scores, in float64 and
+        clipped so that the tree's sum over every leaf stays finite (a huge score raised to a
+        large ``alpha`` would otherwise overflow to inf).
+        """
+        base = np.maximum(np.asarray(scores, dtype=np.float64), self.score_floor) + self.epsilon
+        with np.errstate(over="ignore"):
+            return np.minimum(base**self.alpha, np.finfo(np.float64).max / (2 * self.tree.n_leaves))
 
     def valid_indices(self) -> np.ndarray:
         """Flat indices of every sampleable transition."""
