@@ -92,3 +92,10 @@ def test_performance_profiles() -> None:
     assert cis["a"][0, 1] == pytest.approx(0.5) and cis["a"][1, 1] == pytest.approx(0.5)
     _, cis2 = performance_profiles({"a": scores}, tau, reps=100, seed=0)
     np.testing.assert_array_equal(cis["a"], cis2["a"])
+
+
+def test_spread_over_seeds_is_the_sample_std():
+    from sb3_complementary.benchmark.metrics import mean_pm_std
+
+    assert mean_pm_std([1.0, 2.0, 3.0], 3) == "2.000 ± 1.000"  # ddof=0 would print 0.816
+    assert mean_pm_std([0.5], 2) == "0.50"

@@ -13,6 +13,7 @@ import pytest
 matplotlib.use("Agg")
 
 from sb3_complementary.benchmark import report
+from sb3_complementary.benchmark.metrics import auc
 from sb3_complementary.benchmark.normalize import RandomScore, save_random_scores
 from sb3_complementary.benchmark.report import BudgetMismatchError, build_report, collect
 from sb3_complementary.benchmark.store import write_run_file
@@ -104,6 +105,9 @@ def test_report_writes_tables_and_pngs(tmp_path: Path) -> None:
     assert "| `complementary-td` | `contribution='td'` | 2 |" in ablations
     per_env = text.split("Normalised AUC per run")[1].split("Normalisation constants")[0]
     assert "| `complementary-td` |" in per_env and "(3) |" in per_env  # every done run, complete seed or not
+    data = collect(runs)
+    aucs = [float(auc(data.normalized("dqn", "CartPole-v1", s))) for s in sorted(data.curves["dqn"]["CartPole-v1"])]
+    assert f"| `dqn` | {np.mean(aucs):.3f} ± {np.std(aucs, ddof=1):.3f} (3) |" in per_env  # the sample std
     assert "IQM of normalised AUC at least 1.10x" in text
     ess_section = text.split("### How far from uniform the replay samples")[1].split("## Figures")[0]
     # Per run the mean over eval points (0.5, 0.1, 0.2), then the median over seeds.

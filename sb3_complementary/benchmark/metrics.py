@@ -43,3 +43,18 @@ def final_score(normalized_curve: np.ndarray, last: int = FINAL_POINTS) -> np.nd
     if curve.ndim == 0 or curve.shape[-1] < last or last < 1:
         raise ValueError(f"final score needs at least {last} eval points, got shape {curve.shape}")
     return np.asarray(curve[..., -last:].mean(axis=-1))
+
+
+def mean_pm_std(values: np.ndarray | list[float], digits: int) -> str:
+    """
+    ``"mean ± std"`` over seeds, the std being the sample one (``ddof=1``): the seeds are a sample
+    of the runs the code could produce, and the population formula understates their spread.
+    A single value has no spread to show: ``"mean"`` alone.
+
+    :param values: One value per seed.
+    :param digits: Decimals.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if len(array) < 2:
+        return f"{array.mean():.{digits}f}"
+    return f"{array.mean():.{digits}f} ± {array.std(ddof=1):.{digits}f}"

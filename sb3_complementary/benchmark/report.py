@@ -46,7 +46,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from sb3_complementary.benchmark.metrics import auc, final_score
+from sb3_complementary.benchmark.metrics import auc, final_score, mean_pm_std
 from sb3_complementary.benchmark.normalize import ensure_random_scores, load_random_scores, normalized_score
 from sb3_complementary.benchmark.store import RunRecord, scan_runs
 
@@ -813,7 +813,7 @@ def render_page(
     # Per env
     add("## Per environment")
     add("")
-    add("Final eval return (mean of the last 3 eval points) per run, mean ± std over seeds (n seeds):")
+    add("Final eval return (mean of the last 3 eval points) per run, mean ± sample std over seeds (n seeds):")
     add("")
     env_rows = []
     for contender in data.contenders:
@@ -822,13 +822,13 @@ def render_page(
             runs = data.curves[contender][env]
             if runs:
                 finals = np.array([final_score(curve) for curve in runs.values()])
-                cells.append(f"{finals.mean():.1f} ± {finals.std():.1f} ({len(finals)})")
+                cells.append(f"{mean_pm_std(finals, 1)} ({len(finals)})")
             else:
                 cells.append("-")
         env_rows.append([f"`{contender}`", *cells])
     add(_table(["contender", *data.envs], env_rows))
     add("")
-    add("Normalised AUC per run, mean ± std over seeds (n seeds):")
+    add("Normalised AUC per run, mean ± sample std over seeds (n seeds):")
     add("")
     auc_rows = []
     for contender in data.contenders:
@@ -836,7 +836,7 @@ def render_page(
         for env in data.envs:
             seeds = sorted(data.curves[contender][env])
             aucs = np.array([float(auc(data.normalized(contender, env, s))) for s in seeds])
-            cells.append(f"{aucs.mean():.3f} ± {aucs.std():.3f} ({len(aucs)})" if seeds else "-")
+            cells.append(f"{mean_pm_std(aucs, 3)} ({len(aucs)})" if seeds else "-")
         auc_rows.append([f"`{contender}`", *cells])
     add(_table(["contender", *data.envs], auc_rows))
     add("")

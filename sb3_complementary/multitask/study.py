@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from sb3_complementary.benchmark.envs import import_object_path
+from sb3_complementary.benchmark.metrics import mean_pm_std
 from sb3_complementary.benchmark.store import scan_runs
 from sb3_complementary.multitask.multitask_env import MultiTaskEnv
 
@@ -203,8 +204,7 @@ def load_curves(runs_dir: str | Path) -> list[PerTaskCurve]:
 
 
 def _pm(values: Sequence[float]) -> str:
-    array = np.asarray(values, dtype=np.float64)
-    return f"{array.mean():.1f} ± {array.std():.1f}" if len(array) else "n/a"
+    return mean_pm_std(list(values), 1) if len(values) else "n/a"
 
 
 def summary_markdown(curves: Sequence[PerTaskCurve]) -> str:
