@@ -1,6 +1,6 @@
 """PrioritizedDQN on LunarLander-v3 (seed 0, zoo hyperparameters): Q-values of ~2k stored transitions every 2.5k steps.
 
-    python docs/benchmarks/diagnostics/per_q_values.py
+python docs/benchmarks/diagnostics/per_q_values.py
 """
 
 import numpy as np

@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     candidates = args.candidates.split(",")
-    baselines = args.baselines.split(",")
+    baselines = [b for b in args.baselines.split(",") if b]
     seeds = [int(s) for s in args.seeds.split(",")]
     contenders = [*candidates, args.control, *baselines]
     data = restrict(collect(args.runs), contenders, seeds)
@@ -102,13 +102,12 @@ def main() -> None:
     lines += [
         "",
         "| candidate | gate 1: entries with AUC ≥ 0.65 | gate 2: mean ESS ≤ 0.9 | gate 3: IQM AUC / control "
-        "[95% CI] | P(candidate > control) [95% CI] | IQM AUC / DQN | IQM AUC / PER |",
-        "|---|---|---|---|---|---|---|",
+        "[95% CI] | P(candidate > control) [95% CI] |" + "".join(f" IQM AUC / {b} |" for b in baselines),
+        "|---|---|---|---|---|" + "---|" * len(baselines),
     ]
     for candidate in candidates:
         ratio = _iqm_ratios(scores, [candidate], args.control, args.reps, 0)[candidate]
-        to_dqn = _iqm_ratios(scores, [candidate], "dqn", args.reps, 0)[candidate]
-        to_per = _iqm_ratios(scores, [candidate], "per", args.reps, 0)[candidate]
+        to_baselines = [_iqm_ratios(scores, [candidate], b, args.reps, 0)[candidate].fmt() for b in baselines]
         points, cis = interval_estimates(
             {"p": (scores[candidate], scores[args.control])},
             rly_metrics.probability_of_improvement,
@@ -120,7 +119,7 @@ def main() -> None:
             f"| {candidate} | {g['auc_entries']} of {len(data.envs)} ({'pass' if g['auc_entries'] >= 2 else 'fail'}) | "
             f"{g['ess']:.3f} ({'pass' if g['ess'] <= ESS_GATE else 'fail'}) | "
             f"{ratio.fmt()} ({'pass' if ratio.point > 1 else 'fail'}) | "
-            f"{_interval(points['p'], cis['p']).fmt()} | {to_dqn.fmt()} | {to_per.fmt()} |"
+            f"{_interval(points['p'], cis['p']).fmt()} |" + "".join(f" {r} |" for r in to_baselines)
         )
     text = "\n".join(lines) + "\n"
     print(text)
