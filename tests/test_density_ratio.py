@@ -244,5 +244,5 @@ def test_density_ratio_with_a_pool_scores_ratio_times_fresh_td():
     candidates = np.arange(8)
     td = np.linspace(0.0, 2.0, 8)
     expected = buffer.scores[candidates] * np.maximum(td, buffer.score_floor)
-    np.testing.assert_allclose(model._candidate_scores(candidates, td), expected)
+    np.testing.assert_allclose(model.importance.candidate_scores(model, candidates, td), expected)
     assert not np.allclose(buffer.scores[candidates], 1.0)  # the ratio part is not trivial

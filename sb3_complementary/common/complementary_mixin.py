@@ -8,26 +8,23 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
 from stable_baselines3.common.type_aliases import MaybeCallback
-from torch.nn import functional as F
 
-from sb3_complementary.common import density_ratio
-from sb3_complementary.common.buffers import NEUTRAL_SCORE, ComplementaryReplayBuffer, WeightedSamples
+from sb3_complementary.common.buffers import ComplementaryReplayBuffer, WeightedSamples
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, make_signal
 from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.common.importance import IMPORTANCES, ReplayImportance, importance_for
 from sb3_complementary.common.label_store import LabelStore
 from sb3_complementary.common.side_effects import preserved_rng
 from sb3_complementary.common.tasks import TASK_FEATURE_COLUMN
 from sb3_complementary.common.validation import check_choice, check_range
 from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 
-#: What scores the replay: the fast/slow density ratio, one of the label signals the extractor
-#: regresses, or ``"fresh_td"`` (no extractor: the |TD| measured at draw time, LaBER-style).
-CONTRIBUTIONS = ("density_ratio", *SIGNALS, "fresh_td")
+#: What scores the replay (common/importance.py): the fast/slow density ratio, one of the label
+#: signals the extractor regresses, or ``"fresh_td"`` (no extractor: |TD| measured at draw time).
+CONTRIBUTIONS = tuple(IMPORTANCES)
 #: How the replay weights enter the update: as draw probabilities, or as loss weights on uniform draws.
 WEIGHTINGS = ("sampling", "loss")
-#: A new transition's score under the density ratio: the mean ratio, so it counts as much as an average one.
-RATIO_NEUTRAL_SCORE = 1.0
 #: Percentiles of ``N * P(i)`` recorded as the weight range.
 WEIGHT_PERCENTILES = (5, 95)
 
@@ -207,14 +204,14 @@ class ComplementaryMixin(WeightedReplayMixin):
             self._setup_model()
 
     @property
-    def learns_density_ratio(self) -> bool:
-        """Whether the extractor is the fast/slow classifier (else it regresses a label signal)."""
-        return self.contribution == "density_ratio"
+    def importance(self) -> ReplayImportance:
+        """What scores the replay, as chosen by ``contribution`` (common/importance.py)."""
+        return importance_for(self.contribution)
 
     def _setup_model(self) -> None:
         super()._setup_model()
         buffer = self.replay_buffer
-        n_inputs = buffer.ratio_input_dim if self.learns_density_ratio else buffer.n_features
+        n_inputs = self.importance.input_dim(buffer)
         # Initialising the extractor draws from torch's RNG: on a fork, so that the policy's own draws
         # (a SAC actor sampling actions) stay where the uniform parent algorithm would have them.
         with preserved_rng(self.device):
@@ -227,12 +224,10 @@ class ComplementaryMixin(WeightedReplayMixin):
         # Multi-task runs: fit on labels ranked within each task, so one easy task cannot monopolise the replay.
         task_column = TASK_FEATURE_COLUMN if self.task_balanced_labels else None
         self.label_store = LabelStore(self.label_capacity, buffer.n_features, task_column=task_column)
+        buffer.neutral_score = self.importance.neutral_score
         loaded = self.__dict__.get("contribution_signal")  # set by SB3's load() from the saved data
-        if self.learns_density_ratio:
+        if not self.importance.learns_labels:
             self.contribution_signal = None
-            buffer.neutral_score = RATIO_NEUTRAL_SCORE
-        elif self.contribution == "fresh_td":
-            self.contribution_signal = None  # nothing to learn: the score is measured at draw time
         elif isinstance(loaded, SIGNALS[self.contribution]):
             self.contribution_signal = loaded  # a resumed run keeps its labels and the signal's state
             self.label_store = loaded.store
@@ -248,18 +243,13 @@ class ComplementaryMixin(WeightedReplayMixin):
                 "its scores are kept and are replaced at the next re-score.",
                 stacklevel=3,
             )
-        if self.learns_density_ratio:
-            buffer.neutral_score = RATIO_NEUTRAL_SCORE
-        elif not hasattr(buffer, "neutral_score"):
-            buffer.neutral_score = NEUTRAL_SCORE
+        buffer.neutral_score = self.importance.neutral_score
 
     def _begin_weighted_train(self) -> None:
         super()._begin_weighted_train()
-        if self.learns_density_ratio:
-            # The ratio's shift toward the current agent's data is the point: not annealed away.
-            self.replay_buffer.beta = self.ratio_is_exponent
-        elif self.contribution == "fresh_td":
-            self.replay_buffer.beta = 0.0  # LAP: the priority floor bounds the shift; no IS undo
+        exponent = self.importance.is_exponent(self)
+        if exponent is not None:  # a fixed exponent: the shift the scores make is not annealed away
+            self.replay_buffer.beta = exponent
 
     def _label_due(self) -> bool:
         """
@@ -279,25 +269,10 @@ class ComplementaryMixin(WeightedReplayMixin):
         buffer = self.replay_buffer
         candidates = buffer.uniform_indices(self.candidate_pool * batch_size)
         samples = buffer.get_samples_at(candidates, env=self._vec_normalize_env)
-        scores = self._candidate_scores(candidates, self._current_td_abs(samples))
+        scores = self.importance.candidate_scores(self, candidates, self._current_td_abs(samples))
         batch, ess = buffer.select_from_candidates(candidates, samples, scores, batch_size)
         self._selection_ess.append(ess)
         return batch
-
-    def _candidate_scores(self, candidates: np.ndarray, td_abs: np.ndarray) -> np.ndarray:
-        """
-        ``(P,)`` scores of a candidate pool, given its ``(P,)`` |TD| measured now.
-
-        ``fresh_td``: the |TD| itself. Density ratio: the stored ratio weight times the |TD|
-        (floored at ``score_floor``): the combination of "looks like the current agent's data" and
-        "is still wrong". Label signals: the extractor on features whose |TD| column is fresh.
-        """
-        buffer = self.replay_buffer
-        if self.contribution == "fresh_td":
-            return td_abs
-        if self.learns_density_ratio:
-            return buffer.scores[candidates] * np.maximum(td_abs, buffer.score_floor)
-        return self.extractor.score(buffer.feature_matrix(candidates, td_abs=td_abs))
 
     def sampling_ess_fraction(self) -> float:
         """
@@ -345,84 +320,27 @@ class ComplementaryMixin(WeightedReplayMixin):
         :param coupling_coef: Label signals only. Default: the model's ``coupling_coef``.
         :return: Mean loss of the fit (NaN when there was nothing to fit on yet).
         """
-        gradient_steps = self.extractor_gradient_steps if gradient_steps is None else gradient_steps
-        batch_size = self.extractor_batch_size if batch_size is None else batch_size
-        coupling_coef = self.coupling_coef if coupling_coef is None else coupling_coef
-        buffer = self.replay_buffer
-        if self.contribution == "fresh_td":
-            return float("nan")  # nothing to fit
-        if self.learns_density_ratio:
-            if not density_ratio.fit_ready(buffer, self.fast_memory):
-                return float("nan")
-            loss = density_ratio.fit_classifier(
-                self.extractor, buffer, self.fast_memory, gradient_steps, batch_size, self.replay_rng
-            )
-            self.extractor_auc = density_ratio.held_out_auc(self.extractor, buffer, self.fast_memory, self.replay_rng)
-            self.logger.record("complementary/roc_auc", self.extractor_auc)
-        else:
-            assert self.contribution_signal is not None
-            self.contribution_signal.close_window(buffer.features.pop_finished_returns())
-            if len(self.label_store) < batch_size:
-                return float("nan")
-            loss = self._fit_on_labels(gradient_steps, batch_size, coupling_coef)
-            self.logger.record("complementary/positive_label_share", self.label_store.positive_share())
-        self.logger.record("complementary/extractor_loss", loss)
+        loss = self.importance.fit(
+            self,
+            self.extractor_gradient_steps if gradient_steps is None else gradient_steps,
+            self.extractor_batch_size if batch_size is None else batch_size,
+            self.coupling_coef if coupling_coef is None else coupling_coef,
+        )
+        if not np.isnan(loss):
+            self.logger.record("complementary/extractor_loss", loss)
         return loss
 
-    def _fit_on_labels(self, gradient_steps: int, batch_size: int, coupling_coef: float) -> float:
-        extractor = self.extractor
-        losses = []
-        for _ in range(gradient_steps):
-            features, labels = self.label_store.sample(batch_size, self.replay_rng)
-            x = th.as_tensor(features, device=extractor.device)
-            extractor.normalizer.update(x)
-            loss = F.binary_cross_entropy_with_logits(
-                extractor.logits(x), th.as_tensor(labels, device=extractor.device)
-            )
-            if coupling_coef > 0:
-                loss = loss + coupling_coef * self._kl_to_uniform(batch_size)
-            extractor.optimizer.zero_grad()
-            loss.backward()
-            extractor.optimizer.step()
-            losses.append(loss.item())
-        return float(np.mean(losses))
-
-    def _kl_to_uniform(self, n: int) -> th.Tensor:
-        """KL(P ‖ U) of the score-proportional distribution over a uniform sample of the buffer (differentiable)."""
-        buffer = self.replay_buffer
-        valid = buffer.valid_indices()
-        indices = valid[self.replay_rng.integers(0, len(valid), size=n)]
-        x = th.as_tensor(buffer.feature_matrix(indices), device=self.extractor.device)
-        priorities = (self.extractor(x).clamp_min(buffer.score_floor) + buffer.epsilon) ** buffer.alpha
-        p = priorities / priorities.sum()
-        return (p * th.log(p * n + 1e-12)).sum()
-
-    def refresh_scores(self, chunk_size: int = 65536) -> None:
+    def refresh_scores(self) -> None:
         """
         Re-score every stored transition with batched forward passes, rebuild the sum tree, and
         log the replay's health (:meth:`replay_diagnostics`, and the scores by age quartile).
 
         Density ratio: the tempered, self-normalised, capped ratio of
         :func:`~sb3_complementary.common.density_ratio.ratio_weights` (all 1 until the first fit).
+        ``fresh_td`` scores at draw time: only the health is logged.
         """
         buffer = self.replay_buffer
-        if self.contribution == "fresh_td":
-            indices = buffer.valid_indices()  # scores are measured at draw time: only the health is logged
-        elif self.learns_density_ratio:
-            indices = buffer.valid_indices()
-            if np.isnan(self.extractor_auc):  # not fitted yet: every transition counts the same
-                weights = np.ones(len(indices), dtype=np.float32)
-            else:
-                logits = np.concatenate(
-                    [
-                        self._ratio_logits(indices[start : start + chunk_size])
-                        for start in range(0, len(indices), chunk_size)
-                    ]
-                )
-                weights = density_ratio.ratio_weights(logits, self.ratio_temperature, self.ratio_cap)
-            buffer.set_all_scores(indices, weights)
-        else:
-            indices = buffer.refresh_scores(self.extractor.score, chunk_size)
+        indices = self.importance.rescore(self)
         for name, value in self.replay_diagnostics().items():
             self.logger.record(f"complementary/{name}", value)
         rows, envs = np.divmod(indices, buffer.n_envs)
@@ -434,11 +352,6 @@ class ComplementaryMixin(WeightedReplayMixin):
                 # q1 = youngest quarter of the buffer, q4 = oldest.
                 self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
         self._log_task_shares(buffer.task_shares(indices))
-
-    @th.no_grad()
-    def _ratio_logits(self, indices: np.ndarray) -> np.ndarray:
-        x = th.as_tensor(self.replay_buffer.ratio_inputs(indices), device=self.extractor.device)
-        return self.extractor.logits(x).cpu().numpy()
 
     def replay_diagnostics(self) -> dict[str, float]:
         """

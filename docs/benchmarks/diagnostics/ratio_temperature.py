@@ -26,6 +26,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from sb3_complementary import ComplementaryDQN
 from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary.common import density_ratio
+from sb3_complementary.common.importance import DensityRatioImportance
 
 TEMPERATURES = (1.0, 1.5, 2.0, 3.0, 5.0)
 
@@ -43,7 +44,7 @@ class Checkpoints(BaseCallback):
         buffer = model.replay_buffer
         row = {"timestep": self.num_timesteps, "roc_auc": model.extractor_auc}
         if np.isfinite(model.extractor_auc):
-            logits = model._ratio_logits(buffer.valid_indices())
+            logits = DensityRatioImportance.logits(model, buffer.valid_indices())
             for temperature in TEMPERATURES:
                 w = density_ratio.ratio_weights(logits, temperature, model.ratio_cap)
                 p = buffer.uniform_fraction / len(w) + (1 - buffer.uniform_fraction) * w / w.sum()
