@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from rliable import metrics as rly_metrics
 
-from sb3_complementary.benchmark.metrics import auc
+from sb3_complementary.benchmark.metrics import auc, mean_pm_std
 from sb3_complementary.benchmark.report import ReportData, _interval, _iqm_ratios, collect, interval_estimates
 
 AUC_GATE, ESS_GATE = 0.65, 0.9
@@ -40,6 +40,22 @@ def after_warmup(record: dict, key: str) -> float:
     values = np.asarray([np.nan if v is None else v for v in curve[key]], dtype=float)
     values = values[steps >= record["env"]["budget"] / 4]
     return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+
+def mean(values: np.ndarray) -> float:
+    """Mean over the finite values; NaN when there is none (a uniform contender records no diagnostics)."""
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    return "–" if np.isnan(value) else f"{value:.{digits}f}"
+
+
+def spread(values: np.ndarray) -> str:
+    """Mean ± sample std over seeds, or a dash when the run files record nothing."""
+    finite = values[np.isfinite(values)]
+    return "–" if finite.size == 0 else mean_pm_std(finite, 3)
 
 
 def restrict(data: ReportData, contenders: list[str], seeds: list[int]) -> ReportData:
@@ -72,31 +88,30 @@ def main() -> None:
         f"Screen gates over {len(data.envs)} entries ({', '.join(data.envs)}), seeds {args.seeds}; "
         f"diagnostics averaged over the eval points from a quarter of the budget on.",
         "",
-        "| contender | entry | held-out ROC AUC | ESS fraction | weight p5 / p95 / max | normalised AUC |",
-        "|---|---|---|---|---|---|",
+        "| contender | entry | held-out ROC AUC | ESS fraction | weight p5 / p95 / max | normalised AUC "
+        "| AUC over the second half |",
+        "|---|---|---|---|---|---|---|",
     ]
-    gates: dict[str, dict[str, object]] = {}
-    for contender in [*candidates, args.control]:
+    gates: dict[str, dict[str, float]] = {}
+    for contender in [*candidates, args.control, *baselines]:
         aucs, esses = [], []
         for env in data.envs:
             runs = [records[(contender, env, s)] for s in seeds]
-            roc = np.array([after_warmup(r, "roc_auc") for r in runs])
-            ess = np.array([after_warmup(r, "ess_fraction") for r in runs])
-            weights = [
-                np.nanmean([after_warmup(r, k) for r in runs]) for k in ("weight_p5", "weight_p95", "weight_max")
-            ]
+            diagnostics = {
+                key: np.array([after_warmup(r, key) for r in runs])
+                for key in ("roc_auc", "ess_fraction", "weight_p5", "weight_p95", "weight_max")
+            }
             score = np.array([auc(data.normalized(contender, env, s)) for s in seeds])
-            aucs.append(float(np.nanmean(roc)))
-            esses.append(float(np.nanmean(ess)))
+            half = len(data.timesteps[env]) // 2  # the drift entry switches task at half the budget
+            late = np.array([auc(data.normalized(contender, env, s)[half:]) for s in seeds])
+            aucs.append(mean(diagnostics["roc_auc"]))
+            esses.append(mean(diagnostics["ess_fraction"]))
+            weights = " / ".join(fmt(mean(diagnostics[k]), 2) for k in ("weight_p5", "weight_p95", "weight_max"))
             lines.append(
-                f"| {contender} | {env} | {np.nanmean(roc):.3f} ± {np.nanstd(roc, ddof=1):.3f} | "
-                f"{np.nanmean(ess):.3f} | {weights[0]:.2f} / {weights[1]:.2f} / {weights[2]:.2f} | "
-                f"{score.mean():.3f} ± {score.std(ddof=1):.3f} |"
+                f"| {contender} | {env} | {spread(diagnostics['roc_auc'])} | {fmt(esses[-1])} | {weights} | "
+                f"{spread(score)} | {spread(late)} |"
             )
-        gates[contender] = {
-            "auc_entries": sum(a >= AUC_GATE for a in aucs),
-            "ess": float(np.mean(esses)),
-        }
+        gates[contender] = {"auc_entries": sum(a >= AUC_GATE for a in aucs), "ess": float(np.mean(esses))}
     scores = {c: data.score_matrix(c, auc) for c in contenders}
 
     lines += [
