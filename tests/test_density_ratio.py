@@ -246,3 +246,20 @@ def test_density_ratio_with_a_pool_scores_ratio_times_fresh_td():
     expected = buffer.scores[candidates] * np.maximum(td, buffer.score_floor)
     np.testing.assert_allclose(model.importance.candidate_scores(model, candidates, td), expected)
     assert not np.allclose(buffer.scores[candidates], 1.0)  # the ratio part is not trivial
+
+
+def test_lowest_score_eviction_never_moves_old_data_into_the_fast_memory():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = ComplementaryDQN(
+        "MlpPolicy", env, seed=0, **{**DENSITY, "buffer_size": 600, "fast_memory": 200, "eviction": "lowest_score"}
+    )
+    model.learn(2000)  # the 300-row ring wraps several times
+    buffer = model.replay_buffer
+    assert buffer.protected_recent_rows == 100 and np.isfinite(model.extractor_auc)
+    fast = buffer.recent_indices(model.fast_memory)
+    rows, envs = np.divmod(fast, buffer.n_envs)
+    inserted = buffer.features.insert_step[rows, envs]
+    # Each of the 100 freshest rows holds what was written there, not a rescued older transition.
+    np.testing.assert_array_equal(np.sort(np.unique(inserted)), np.arange(buffer.n_added - 100, buffer.n_added))

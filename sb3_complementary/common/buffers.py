@@ -190,6 +190,8 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         #: Score of a new transition with ``initial_score="neutral"``: the extractor's "don't know"
         #: (0.5 for a score in (0, 1); a density-ratio extractor sets 1, the mean ratio).
         self.neutral_score = NEUTRAL_SCORE
+        #: Freshest rows that lowest-score eviction never overwrites (the density ratio's fast memory).
+        self.protected_recent_rows = 0
         self.features = TransitionFeatures(self.buffer_size, self.n_envs, action_space)
         #: Rows added so far (one row = one transition per env); the clock for ages.
         self.n_added = 0
@@ -268,13 +270,15 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         the lowest-scored of a random sample of candidates into that candidate's slot.
 
         Candidates are older than the envs' running episodes (whose rows the return back-fill
-        will still write) and than the rows not yet scored, and never in row ``pos`` itself.
+        will still write), than the rows not yet scored and than ``protected_recent_rows``, and
+        never in row ``pos`` itself.
         """
         n_candidates = min(EVICTION_CANDIDATES, self.buffer_size - 1)
         rows = self._eviction_rng.integers(0, self.buffer_size, size=(self.n_envs, n_candidates))
         envs = self._eviction_rng.integers(0, self.n_envs, size=(self.n_envs, n_candidates))
         age = (pos - rows) % self.buffer_size  # 0 = row pos (the oldest), 1 = the freshest
         min_age = np.maximum(self.features.running_episode_length[envs], len(self._unscored_rows))
+        min_age = np.maximum(min_age, self.protected_recent_rows)
         eligible = age > min_age
         candidates = rows * self.n_envs + envs
         scores = np.where(eligible, self.scores[candidates], np.inf)

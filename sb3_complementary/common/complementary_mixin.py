@@ -225,6 +225,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         task_column = TASK_FEATURE_COLUMN if self.task_balanced_labels else None
         self.label_store = LabelStore(self.label_capacity, buffer.n_features, task_column=task_column)
         buffer.neutral_score = self.importance.neutral_score
+        buffer.protected_recent_rows = self.importance.protected_rows(self)
         loaded = self.__dict__.get("contribution_signal")  # set by SB3's load() from the saved data
         if not self.importance.learns_labels:
             self.contribution_signal = None
@@ -244,6 +245,7 @@ class ComplementaryMixin(WeightedReplayMixin):
                 stacklevel=3,
             )
         buffer.neutral_score = self.importance.neutral_score
+        buffer.protected_recent_rows = self.importance.protected_rows(self)
 
     def _begin_weighted_train(self) -> None:
         super()._begin_weighted_train()

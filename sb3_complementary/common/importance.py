@@ -46,6 +46,10 @@ class ReplayImportance:
         """The IS exponent, fixed; None: PER's ``beta``, annealed to 1 over ``learn()``."""
         return None
 
+    def protected_rows(self, model: ComplementaryMixin) -> int:
+        """Freshest rows that lowest-score eviction must not overwrite."""
+        return 0
+
     def fit(self, model: ComplementaryMixin, gradient_steps: int, batch_size: int, coupling_coef: float) -> float:
         """Fit the extractor; the mean loss, or NaN when there is nothing to fit on (yet)."""
         return float("nan")
@@ -120,6 +124,10 @@ class DensityRatioImportance(ReplayImportance):
 
     def is_exponent(self, model: ComplementaryMixin) -> float | None:
         return model.ratio_is_exponent  # the shift toward the current agent's data is the point
+
+    def protected_rows(self, model: ComplementaryMixin) -> int:
+        # Eviction moves old transitions into victims' slots: never into the fast memory.
+        return -(-model.fast_memory // model.n_envs)
 
     def fit(self, model: ComplementaryMixin, gradient_steps: int, batch_size: int, coupling_coef: float) -> float:
         buffer = model.replay_buffer
