@@ -19,14 +19,14 @@ it may hold results someone wants to keep.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+
+from sb3_complementary.common.persistence import atomic_write
 
 #: Version of the run file format written by this module.
 FORMAT_VERSION = 1
@@ -55,27 +55,13 @@ def run_path(out_dir: str | Path, run_id: str) -> Path:
 
 def atomic_write_json(path: str | Path, payload: Mapping[str, Any]) -> None:
     """
-    Write JSON so that readers never see a partial file: temp file in the same folder,
-    flush + fsync, then ``os.replace``.
+    Write JSON so that readers never see a partial file (:func:`~sb3_complementary.common.persistence.atomic_write`).
 
     :param path: Destination.
     :param payload: JSON-serialisable mapping (numpy scalars and arrays are converted).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as file:
-            json.dump(payload, file, indent=1, default=_json_default)
-            file.write("\n")
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; run files are meant to be committed and shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    text = json.dumps(payload, indent=1, default=_json_default) + "\n"
+    atomic_write(path, lambda file: file.write(text.encode()))
 
 
 def _json_default(value: Any) -> Any:
