@@ -224,8 +224,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         # Multi-task runs: fit on labels ranked within each task, so one easy task cannot monopolise the replay.
         task_column = TASK_FEATURE_COLUMN if self.task_balanced_labels else None
         self.label_store = LabelStore(self.label_capacity, buffer.n_features, task_column=task_column)
-        buffer.neutral_score = self.importance.neutral_score
-        buffer.protected_recent_rows = self.importance.protected_rows(self)
+        self._configure_buffer(buffer)
         loaded = self.__dict__.get("contribution_signal")  # set by SB3's load() from the saved data
         if not self.importance.learns_labels:
             self.contribution_signal = None
@@ -244,6 +243,10 @@ class ComplementaryMixin(WeightedReplayMixin):
                 "its scores are kept and are replaced at the next re-score.",
                 stacklevel=3,
             )
+        self._configure_buffer(buffer)
+
+    def _configure_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
+        """What the importance kind asks of the buffer: a new transition's score, the protected fast rows."""
         buffer.neutral_score = self.importance.neutral_score
         buffer.protected_recent_rows = self.importance.protected_rows(self)
 
