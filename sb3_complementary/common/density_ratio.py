@@ -41,8 +41,12 @@ def fit_ready(buffer: ComplementaryReplayBuffer, fast_memory: int) -> bool:
     return buffer.n_valid() >= 2 * fast_memory
 
 
-def _draw(pool: np.ndarray, n: int, rng: np.random.Generator, keep_held_out: bool) -> np.ndarray:
-    pool = pool[held_out(pool) == keep_held_out]
+def _slice(pool: np.ndarray, held: bool) -> np.ndarray:
+    """The held-out (``held``) or the trainable part of some flat indices."""
+    return pool[held_out(pool) == held]
+
+
+def _draw(pool: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     return pool[rng.integers(0, len(pool), size=n)]
 
 
@@ -65,16 +69,17 @@ def fit_classifier(
     :param rng: The model's replay RNG (never NumPy's global one, which SB3's sampling uses).
     :return: The mean loss over the steps.
     """
-    fast_pool = buffer.recent_indices(fast_memory)
-    slow_pool = buffer.valid_indices()
+    # Filtered once per fit, not per step: the slow pool is the whole buffer.
+    fast_pool = _slice(buffer.recent_indices(fast_memory), held=False)
+    slow_pool = _slice(buffer.valid_indices(), held=False)
     n_fast = batch_size // 2
     labels = th.cat([th.ones(n_fast), th.zeros(batch_size - n_fast)]).to(extractor.device)
     losses = []
     for _ in range(gradient_steps):
         indices = np.concatenate(
             [
-                _draw(fast_pool, n_fast, rng, keep_held_out=False),
-                _draw(slow_pool, batch_size - n_fast, rng, keep_held_out=False),
+                _draw(fast_pool, n_fast, rng),
+                _draw(slow_pool, batch_size - n_fast, rng),
             ]
         )
         x = th.as_tensor(buffer.ratio_inputs(indices), device=extractor.device)
@@ -98,9 +103,8 @@ def held_out_auc(
     ROC AUC of the classifier on held-out transitions: every held-out one of the fast memory
     against :data:`AUC_SAMPLE` held-out ones of the whole buffer. 0.5 = it cannot tell them apart.
     """
-    fast = buffer.recent_indices(fast_memory)
-    fast = fast[held_out(fast)]
-    slow = _draw(buffer.valid_indices(), AUC_SAMPLE, rng, keep_held_out=True)
+    fast = _slice(buffer.recent_indices(fast_memory), held=True)
+    slow = _draw(_slice(buffer.valid_indices(), held=True), AUC_SAMPLE, rng)
     indices = np.concatenate([fast, slow])
     logits = extractor.logits(th.as_tensor(buffer.ratio_inputs(indices), device=extractor.device))
     labels = np.concatenate([np.ones(len(fast)), np.zeros(len(slow))])
