@@ -10,6 +10,7 @@ from sb3_complementary.common.buffers import (
 )
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer, PrioritizedHerReplayBuffer
 from sb3_complementary.crossq import ComplementaryCrossQ
 from sb3_complementary.ddpg import ComplementaryDDPG
 from sb3_complementary.dqn import ComplementaryDQN, PrioritizedDQN
@@ -40,6 +41,7 @@ __all__ = [
     "ComplementaryDDPG",
     "ComplementaryDQN",
     "ComplementaryDictReplayBuffer",
+    "ComplementaryHerReplayBuffer",
     "ComplementaryNStepReplayBuffer",
     "ComplementaryQRDQN",
     "ComplementaryReplayBuffer",
@@ -50,6 +52,7 @@ __all__ = [
     "ExtractorTrainingCallback",
     "MultiTaskEnv",
     "PrioritizedDQN",
+    "PrioritizedHerReplayBuffer",
     "PrioritizedQRDQN",
     "PrioritizedSAC",
     "PrioritizedTD3",

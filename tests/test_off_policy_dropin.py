@@ -1,7 +1,7 @@
 """
 Drop-in for every weighted algorithm beyond DQN (SAC, TD3, DDPG, QR-DQN, TQC, CrossQ and the PER baselines):
 a short learn, save/load, save_replay_buffer, two envs, bit-for-bit equality with the uniform parent,
-the parent's own errors on what it does not support, and a clear refusal of HER.
+the parent's own errors on what it does not support, and training with HER.
 """
 
 import gymnasium as gym
@@ -182,17 +182,29 @@ def test_dict_observations_with_mlp_policy_fail_with_the_parents_error(name):
     assert str(info.value) == str(expected)
 
 
-@pytest.mark.parametrize("name", ALGOS)
-def test_her_is_refused_clearly(name):
-    continuous = SPECS[name].env_id == "Pendulum-v1"
-    # CrossQ has no MultiInputPolicy (its own error comes first on a goal env): ask on its flat env instead.
-    policy, env = ("MlpPolicy", "Pendulum-v1") if name == "ComplementaryCrossQ" else ("MultiInputPolicy", None)
-    with pytest.raises(ValueError) as info:
-        SPECS[name].cls(
-            policy, env or BitFlippingEnv(continuous=continuous), replay_buffer_class=HerReplayBuffer, device="cpu"
-        )
-    message = str(info.value)
-    assert "HerReplayBuffer" in message and "cannot be combined" in message and "yet" in message
+@pytest.mark.parametrize("name", [name for name in ALGOS if name != "ComplementaryCrossQ"])
+def test_trains_with_her(name):
+    """SB3's HerReplayBuffer stands for the weighted HER buffer of the algorithm's kind."""
+    spec = SPECS[name]
+    env = BitFlippingEnv(n_bits=4, continuous=spec.env_id == "Pendulum-v1")
+    model = spec.cls(
+        "MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer, **spec.model_kwargs(learning_starts=20)
+    )
+    model.learn(STEPS)
+    buffer = model.replay_buffer
+    assert isinstance(buffer, HerReplayBuffer) and type(buffer) is model.her_buffer_class
+    assert model._n_updates > 0 and buffer.tree.total > 0
+
+
+def test_crossq_with_her_fails_with_the_parents_error():
+    """CrossQ has no MultiInputPolicy: its own error comes first, as for the parent."""
+    spec = SPECS["ComplementaryCrossQ"]
+    expected = _parent_error(
+        lambda: spec.parent("MultiInputPolicy", BitFlippingEnv(continuous=True), replay_buffer_class=HerReplayBuffer)
+    )
+    with pytest.raises(type(expected)) as info:
+        spec.cls("MultiInputPolicy", BitFlippingEnv(continuous=True), replay_buffer_class=HerReplayBuffer)
+    assert str(info.value) == str(expected)
 
 
 @pytest.mark.parametrize("name", ALGOS)

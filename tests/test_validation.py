@@ -8,7 +8,6 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3 import DQN
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
-from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
 from tests.conftest import TINY_DQN
@@ -119,7 +118,7 @@ def test_unsupported_action_space_names_the_space(cls):
         cls("MlpPolicy", env, device="cpu")
 
 
-@pytest.mark.parametrize("buffer_class", [ReplayBuffer, DictReplayBuffer, HerReplayBuffer])
+@pytest.mark.parametrize("buffer_class", [ReplayBuffer, DictReplayBuffer])
 @pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
 def test_plain_sb3_replay_buffer_class_is_rejected(cls, buffer_class):
     with pytest.raises(ValueError) as error:

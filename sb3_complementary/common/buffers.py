@@ -432,10 +432,10 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         return self.features.n_columns + extra
 
     def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
-        """``(n, d)`` float32 observations for flat Box (or Dict of flat Box) spaces; None for images."""
+        """``(n, d)`` float32 observations for flat Box or MultiBinary spaces (or a Dict of them); None for images."""
         space = self.observation_space
         boxes = list(space.spaces.values()) if isinstance(space, spaces.Dict) else [space]
-        if not all(isinstance(box, spaces.Box) and len(box.shape) == 1 for box in boxes):
+        if not all(isinstance(box, (spaces.Box, spaces.MultiBinary)) and len(box.shape) == 1 for box in boxes):
             return None
         parts = list(storage.values()) if isinstance(storage, dict) else [storage]
         return np.concatenate([part[rows, envs].reshape(len(rows), -1) for part in parts], axis=1).astype(np.float32)
@@ -556,13 +556,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
 
         control = np.zeros(batch_size, dtype=bool)
         control[:n_uniform] = True
-        return WeightedSamples(
-            samples=self.get_samples_at(indices, env),
-            indices=indices,
-            weights=self.to_torch(weights.astype(np.float32).reshape(-1, 1)),
-            raw_weights=raw_weights,
-            control=control,
-        )
+        return self._weighted_batch(indices, weights, raw_weights, control, env)
 
     def sample_loss_weighted(self, batch_size: int, env: VecNormalize | None = None) -> WeightedSamples:
         """
@@ -575,12 +569,31 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self._flush_new()
         indices = self.uniform_indices(batch_size)
         weights = self.replay_weights(indices)
+        return self._weighted_batch(indices, weights, weights, np.zeros(batch_size, dtype=bool), env)
+
+    def _weighted_batch(
+        self,
+        indices: np.ndarray,
+        weights: np.ndarray,
+        raw_weights: np.ndarray,
+        control: np.ndarray,
+        env: VecNormalize | None,
+    ) -> WeightedSamples:
+        """
+        Gather drawn transitions into one batch (a HER buffer relabels some of them here).
+
+        :param indices: ``(n,)`` flat indices, in draw order.
+        :param weights: ``(n,)`` the loss weights (normalised IS weights, or ``N * P(i)``).
+        :param raw_weights: ``(n,)`` the weights to log.
+        :param control: ``(n,)`` True for the uniform share.
+        :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
+        """
         return WeightedSamples(
             samples=self.get_samples_at(indices, env),
             indices=indices,
             weights=self.to_torch(weights.astype(np.float32).reshape(-1, 1)),
-            raw_weights=weights,
-            control=np.zeros(batch_size, dtype=bool),
+            raw_weights=raw_weights,
+            control=control,
         )
 
     def select_from_candidates(

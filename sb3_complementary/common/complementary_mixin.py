@@ -8,6 +8,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
 from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.buffers import ComplementaryReplayBuffer, WeightedSamples
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
@@ -211,6 +212,11 @@ class ComplementaryMixin(WeightedReplayMixin):
     def _setup_model(self) -> None:
         super()._setup_model()
         buffer = self.replay_buffer
+        if self.candidate_pool and isinstance(buffer, HerReplayBuffer):
+            raise ValueError(
+                f"candidate_pool={self.candidate_pool} cannot be combined with a HER buffer: the pool is gathered "
+                "before any goal is relabelled, so the batch would hold no relabelled goal; use candidate_pool=0"
+            )
         n_inputs = self.importance.input_dim(buffer)
         # Initialising the extractor draws from torch's RNG: on a fork, so that the policy's own draws
         # (a SAC actor sampling actions) stay where the uniform parent algorithm would have them.

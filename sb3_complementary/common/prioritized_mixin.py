@@ -6,6 +6,7 @@ import numpy as np
 import torch as th
 
 from sb3_complementary.common.buffers import WeightedSamples
+from sb3_complementary.common.her_replay_buffer import PrioritizedHerReplayBuffer
 from sb3_complementary.common.validation import check_choice
 from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 
@@ -35,6 +36,8 @@ class PrioritizedMixin(WeightedReplayMixin):
     :param eviction: ``"fifo"`` (as SB3) or ``"lowest_score"`` (drop a low-``|TD|`` transition instead of the oldest).
     :param priority: ``"td"`` (PER, the default) or ``"relo"`` (reducible loss; DQN only so far).
     """
+
+    her_buffer_class = PrioritizedHerReplayBuffer
 
     def __init__(
         self,

@@ -22,6 +22,7 @@ from sb3_complementary.common.buffers import (
     WeightedSamples,
 )
 from sb3_complementary.common.contribution import last_layer_influence
+from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer
 from sb3_complementary.common.persistence import atomic_write, check_save_file
 from sb3_complementary.common.side_effects import side_effect_free
 from sb3_complementary.common.signature import combined_signature
@@ -74,6 +75,8 @@ class WeightedReplayMixin(_Base):
         if signature is not None:
             cls.__signature__ = signature  # type: ignore[attr-defined]
 
+    #: What ``replay_buffer_class=HerReplayBuffer`` (SB3's) stands for with this algorithm.
+    her_buffer_class: type[ComplementaryHerReplayBuffer] = ComplementaryHerReplayBuffer
     #: Whether ``train()`` must compute each sample's last-layer influence (the influence signal).
     needs_influence: bool = False
     probe_size: int
@@ -124,12 +127,8 @@ class WeightedReplayMixin(_Base):
         self._is_weight_stats: list[np.ndarray] = []
 
     def _setup_model(self) -> None:
-        if self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer):
-            raise ValueError(
-                f"{type(self).__name__} cannot be combined with HerReplayBuffer yet: HER relabels goals when it "
-                "samples, and the scores, features and IS weights of a ComplementaryReplayBuffer belong to the "
-                "stored transitions. Use the uniform parent algorithm for HER; compatibility is a later step."
-            )
+        if self.replay_buffer_class is HerReplayBuffer:  # SB3's HER, weighted as this algorithm weighs
+            self.replay_buffer_class = self.her_buffer_class
         if self.replay_buffer_class is None:
             if isinstance(self.observation_space, spaces.Dict):
                 self.replay_buffer_class = ComplementaryDictReplayBuffer
@@ -328,6 +327,24 @@ class WeightedReplayMixin(_Base):
             ) from exc
         if not isinstance(loaded, ReplayBuffer):
             raise ValueError(f"{path} does not hold an SB3 ReplayBuffer (got {type(loaded).__name__})")
+        if isinstance(loaded, HerReplayBuffer) != issubclass(self.replay_buffer_class or ReplayBuffer, HerReplayBuffer):
+            raise ValueError(
+                f"{path} holds a {type(loaded).__name__}, and {type(self).__name__} replays through "
+                f"{getattr(self.replay_buffer_class, '__name__', None)}: a HER buffer and a plain one cannot stand in "
+                "for each other (HER keeps episode boundaries that a plain buffer does not have)"
+            )
+        if isinstance(loaded, HerReplayBuffer):
+            if not isinstance(loaded, ComplementaryHerReplayBuffer):
+                raise ValueError(
+                    f"{path} holds SB3's HerReplayBuffer, without scores or features; {type(self).__name__} "
+                    "cannot migrate it (its episode bookkeeping would need rebuilding): collect a new buffer"
+                )
+            if self.env is None:
+                raise ValueError(
+                    f"Cannot load the HER replay buffer {path} into a model without an env: HER computes the "
+                    "rewards of relabelled goals with it. Call model.set_env(env) first, or pass env to load()."
+                )
+            loaded.set_env(self.env)
         if not isinstance(loaded, ComplementaryReplayBuffer) or not hasattr(loaded, "features"):
             warnings.warn(
                 f"Replay buffer {path} has no complementary scores/features ({type(loaded).__name__}); "
@@ -338,6 +355,8 @@ class WeightedReplayMixin(_Base):
         loaded.device = self.device
         self._adopt_buffer(loaded)
         self.replay_buffer = loaded
+        if isinstance(loaded, HerReplayBuffer) and truncate_last_traj:
+            loaded.truncate_last_trajectory()  # as SB3: the episode running at save time ends here
 
     def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
         """

@@ -1,0 +1,249 @@
+"""Weighted replay for goal-conditioned tasks: SB3's ``HerReplayBuffer`` that samples by score."""
+
+import inspect
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import DictReplayBuffer
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.her import HerReplayBuffer
+from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy
+
+from sb3_complementary.common.buffers import ComplementaryDictReplayBuffer, ComplementaryReplayBuffer, WeightedSamples
+
+
+class _HerStorage(HerReplayBuffer):
+    """
+    SB3's ``HerReplayBuffer`` as the storage below :class:`ComplementaryReplayBuffer` in the MRO.
+
+    The complementary buffer builds its storage with SB3's ``ReplayBuffer`` arguments; this
+    layer adds the HER ones, which :class:`ComplementaryHerReplayBuffer` parks on the instance
+    just before (``_her_settings``).
+    """
+
+    _her_settings: dict[str, Any]
+
+    def __init__(self, buffer_size: int, observation_space: spaces.Dict, action_space: spaces.Space, **kwargs: Any):
+        settings = self.__dict__.pop("_her_settings")
+        super().__init__(buffer_size, observation_space, action_space, **settings, **kwargs)
+
+
+class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
+    """
+    SB3's ``HerReplayBuffer`` (same constructor, goal strategies, ``copy_info_dict``, ``n_envs``,
+    save/load with the env re-attached) whose draws follow the scores of a
+    :class:`ComplementaryReplayBuffer`: a uniform share plus a share by priority, with IS weights.
+
+    **How a relabelled transition is weighted.** The draw picks *stored* transitions, as SB3's
+    HER does; relabelling happens after the draw, so a relabelled (virtual) transition carries
+    the weight of the stored transition it was made from, and the ``|TD|`` measured on it is
+    fed back to that transition. In every group of a batch (the uniform share, the scored
+    share) the first ``her_ratio`` of the slots are relabelled, as SB3 relabels the first
+    ``her_ratio`` of its batch, so the control group is relabelled like the rest. The fast/slow
+    density ratio is computed without the ``desired_goal`` entry: relabelling changes it, and a
+    weight that depended on it would belong to a goal the transition may never be replayed with.
+
+    Only transitions of finished episodes are drawn (SB3's rule: goals are taken from the same
+    episode); a transition's priority enters the sum tree when its episode ends and leaves it
+    when its episode starts being overwritten. With ``uniform_fraction=1`` the draws, the
+    relabelling and the batch are SB3's, call for call on NumPy's global generator.
+
+    :param buffer_size: Max number of transitions (over all envs), as in SB3.
+    :param observation_space: A goal ``Dict`` space (``observation``, ``achieved_goal``, ``desired_goal``).
+    :param action_space: Action space.
+    :param env: The training VecEnv, whose ``compute_reward`` scores relabelled goals.
+    :param device: PyTorch device.
+    :param n_envs: Number of parallel environments.
+    :param optimize_memory_usage: Not supported (SB3's ``DictReplayBuffer`` raises).
+    :param handle_timeout_termination: Treat time-limit truncation as non-terminal, as in SB3.
+    :param n_sampled_goal: Relabelled transitions per real one (``her_ratio = 1 - 1 / (n + 1)``).
+    :param goal_selection_strategy: ``"future"``, ``"final"`` or ``"episode"``.
+    :param copy_info_dict: Store the info dicts for ``compute_reward``.
+    :param knobs: The replay knobs of :class:`ComplementaryReplayBuffer` (``alpha``, ``beta``, ...).
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Dict,
+        action_space: spaces.Space,
+        env: VecEnv,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: GoalSelectionStrategy | str = "future",
+        copy_info_dict: bool = False,
+        **knobs: Any,
+    ) -> None:
+        if knobs.get("n_steps", 1) > 1:
+            raise ValueError(
+                f"{type(self).__name__} replays 1-step transitions (as SB3's HER): got n_steps={knobs['n_steps']}"
+            )
+        if knobs.get("eviction", "fifo") != "fifo":
+            raise ValueError(
+                f"{type(self).__name__} supports eviction='fifo' only: HER drops whole episodes, "
+                f"got eviction={knobs['eviction']!r}"
+            )
+        if not isinstance(observation_space, spaces.Dict) or optimize_memory_usage:
+            # SB3's own error for a non-goal space or a memory-optimised layout.
+            DictReplayBuffer(buffer_size, observation_space, action_space, optimize_memory_usage=optimize_memory_usage)
+        self._her_settings = dict(
+            env=env,
+            n_sampled_goal=n_sampled_goal,
+            goal_selection_strategy=goal_selection_strategy,
+            copy_info_dict=copy_info_dict,
+        )
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            handle_timeout_termination=handle_timeout_termination,
+            **knobs,
+        )
+        #: ``(buffer_size * n_envs,)`` True where a transition is drawable (its episode ended), as in the tree.
+        self._sampleable = np.zeros(self.buffer_size * self.n_envs, dtype=bool)
+
+    # ------------------------------------------------------------------ which transitions are drawable
+    def _sampleable_now(self) -> np.ndarray:
+        """``(buffer_size * n_envs,)`` SB3's HER rule: the transition's episode has ended (and is not overwritten)."""
+        return (self.ep_length > 0).reshape(-1)
+
+    def valid_indices(self) -> np.ndarray:
+        return np.flatnonzero(self._sampleable_now())
+
+    def n_valid(self) -> int:
+        return int(np.count_nonzero(self.ep_length))
+
+    def uniform_indices(self, n: int) -> np.ndarray:
+        """``(n,)`` flat indices drawn as SB3's ``HerReplayBuffer.sample`` draws them (same NumPy call)."""
+        valid = self.valid_indices()
+        if valid.size == 0:
+            raise RuntimeError(
+                "Unable to sample before the end of the first episode. We recommend choosing a value "
+                "for learning_starts that is greater than the maximum number of timesteps in the environment."
+            )
+        return np.random.choice(valid, size=n, replace=True)
+
+    def _flush_new(self) -> None:
+        """The new rows' initial scores, then the tree follows the episodes (:meth:`_sync_sampleable`)."""
+        if not self._unscored_rows:  # episodes end and are overwritten only in add(), which queues a row
+            return
+        new = (np.unique(self._unscored_rows)[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
+        super()._flush_new()
+        self._sync_sampleable(new)
+
+    def _sync_sampleable(self, also: np.ndarray | None = None) -> None:
+        """
+        A transition's priority is its score's once its episode has ended, and 0 before and once
+        the episode starts being overwritten: update the leaves whose state changed (and ``also``).
+        """
+        sampleable = self._sampleable_now()
+        changed = np.flatnonzero(sampleable != self._sampleable)
+        if also is not None:
+            changed = np.union1d(changed, also)
+        self.tree.update(changed, np.where(sampleable[changed], self.priority(self.scores[changed]), 0.0))
+        self._sampleable = sampleable
+
+    def _leaves(self) -> tuple[np.ndarray, float]:
+        if not self._unscored_rows:
+            return self.tree.leaves, self.tree.total
+        scores = self.scores.copy()
+        rows = np.unique(self._unscored_rows)
+        scores[(rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)] = self._initial_score()
+        leaves = np.where(self._sampleable_now(), self.priority(scores), 0.0)
+        return leaves, float(leaves.sum())
+
+    def set_all_scores(self, indices: np.ndarray, scores: np.ndarray) -> None:
+        """
+        As the flat buffer's, for the drawable transitions; those of running episodes keep no
+        score from a re-score and enter at the initial score when their episode ends.
+        """
+        super().set_all_scores(indices, scores)
+        self._sampleable = self._sampleable_now()
+        self.scores[~self._sampleable] = self._initial_score()
+
+    # ------------------------------------------------------------------ gathering
+    def _virtual_slots(self, control: np.ndarray) -> np.ndarray:
+        """``(n,)`` True for the slots to relabel: the first ``her_ratio`` of each group (uniform, scored)."""
+        virtual = np.zeros(len(control), dtype=bool)
+        for group in (np.flatnonzero(control), np.flatnonzero(~control)):
+            virtual[group[: int(self.her_ratio * len(group))]] = True
+        return virtual
+
+    def _weighted_batch(
+        self,
+        indices: np.ndarray,
+        weights: np.ndarray,
+        raw_weights: np.ndarray,
+        control: np.ndarray,
+        env: VecNormalize | None,
+    ) -> WeightedSamples:
+        """
+        Relabel a share of the drawn transitions (SB3's ``_get_virtual_samples``) and lay the batch
+        out as SB3's HER does: the real transitions first, then the relabelled ones. Every
+        per-sample array is put in that order, so ``indices[k]`` is the stored transition of row ``k``.
+        """
+        virtual = self._virtual_slots(control)
+        order = np.concatenate([np.flatnonzero(~virtual), np.flatnonzero(virtual)])
+        parts = []
+        for gather, slots in ((self._get_real_samples, ~virtual), (self._get_virtual_samples, virtual)):
+            if slots.any():  # an empty relabelling would call compute_reward on nothing
+                rows, envs = np.divmod(indices[slots], self.n_envs)
+                parts.append(gather(rows, envs, env))
+        samples = DictReplayBufferSamples(
+            observations={k: th.cat([p.observations[k] for p in parts]) for k in parts[0].observations},
+            actions=th.cat([p.actions for p in parts]),
+            next_observations={k: th.cat([p.next_observations[k] for p in parts]) for k in parts[0].next_observations},
+            dones=th.cat([p.dones for p in parts]),
+            rewards=th.cat([p.rewards for p in parts]),
+        )
+        return WeightedSamples(
+            samples=samples,
+            indices=indices[order],
+            weights=self.to_torch(weights[order].astype(np.float32).reshape(-1, 1)),
+            raw_weights=raw_weights[order],
+            control=control[order],
+        )
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        """SB3's contract: HER's uniform, relabelled batch (the scores play no part)."""
+        return HerReplayBuffer.sample(self, batch_size, env)
+
+    def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
+        """The flat buffer's, without ``desired_goal`` (relabelling changes it; see the class docstring)."""
+        return super()._flat_observations({k: v for k, v in storage.items() if k != "desired_goal"}, rows, envs)
+
+    def truncate_last_trajectory(self) -> None:
+        """SB3's: the running episodes end here (a loaded buffer), so their transitions become drawable."""
+        super().truncate_last_trajectory()
+        self._flush_new()
+        self._sync_sampleable()
+
+
+class PrioritizedHerReplayBuffer(ComplementaryHerReplayBuffer):
+    """
+    The HER buffer of the Prioritized algorithms: :class:`ComplementaryHerReplayBuffer`, whose
+    scores the algorithm sets to each stored transition's last ``|TD|`` (classic PER). A
+    relabelled transition's ``|TD|`` is written back to the stored transition it was made from.
+    """
+
+
+_signature = inspect.signature(ComplementaryHerReplayBuffer.__init__)
+_knobs = [
+    p
+    for name, p in inspect.signature(ComplementaryReplayBuffer).parameters.items()
+    if name not in _signature.parameters and name not in ("n_steps", "gamma")
+]
+# SB3's HER parameters, then the replay knobs, for inspect.signature.
+ComplementaryHerReplayBuffer.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [p for name, p in _signature.parameters.items() if name not in ("self", "knobs")]
+    + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _knobs]
+)
+PrioritizedHerReplayBuffer.__signature__ = ComplementaryHerReplayBuffer.__signature__  # type: ignore[attr-defined]

@@ -1,0 +1,272 @@
+"""HER with weighted replay: SB3's HER contracts hold for our buffers, and uniform draws are SB3's HER, bit for bit."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import DQN, SAC
+from stable_baselines3.common.envs import BitFlippingEnv
+from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.her import HerReplayBuffer
+
+from sb3_complementary import (
+    ComplementaryDQN,
+    ComplementaryHerReplayBuffer,
+    ComplementarySAC,
+    PrioritizedDQN,
+    PrioritizedHerReplayBuffer,
+    PrioritizedSAC,
+)
+from tests.conftest import TINY_EXTRACTOR
+
+N_BITS = 5
+HER_DQN = {
+    "replay_buffer_class": HerReplayBuffer,
+    "learning_starts": 30,
+    "batch_size": 16,
+    "buffer_size": 400,
+    "train_freq": 4,
+    "target_update_interval": 50,
+    "policy_kwargs": {"net_arch": [16]},
+    "device": "cpu",
+    "seed": 3,
+}
+HER_SAC = {**HER_DQN, "train_freq": 1, "buffer_size": 400}
+del HER_SAC["target_update_interval"]
+
+
+def bit_env(n_envs=1, continuous=False):
+    return DummyVecEnv([lambda: BitFlippingEnv(n_bits=N_BITS, continuous=continuous)] * n_envs)
+
+
+def trained(cls, steps=300, continuous=False, n_envs=1, **kwargs):
+    settings = copy.deepcopy({**(HER_SAC if continuous else HER_DQN), **kwargs})  # SB3 writes into policy_kwargs
+    model = cls("MultiInputPolicy", bit_env(n_envs, continuous), **settings)
+    return model.learn(steps)
+
+
+# --------------------------------------------------------------------------- using it
+
+
+@pytest.mark.parametrize(
+    "cls, buffer_class",
+    [(ComplementaryDQN, ComplementaryHerReplayBuffer), (PrioritizedDQN, PrioritizedHerReplayBuffer)],
+)
+def test_her_replay_buffer_maps_to_the_weighted_her_buffer(cls, buffer_class):
+    model = trained(cls, steps=100, **(TINY_EXTRACTOR if cls is ComplementaryDQN else {}))
+    assert type(model.replay_buffer) is buffer_class
+    assert model.replay_buffer.n_sampled_goal == 4
+
+
+def test_the_class_can_be_passed_directly_with_sb3s_her_kwargs():
+    model = trained(
+        ComplementaryDQN,
+        steps=100,
+        replay_buffer_class=ComplementaryHerReplayBuffer,
+        replay_buffer_kwargs={"n_sampled_goal": 2, "goal_selection_strategy": "final", "copy_info_dict": True},
+        **TINY_EXTRACTOR,
+    )
+    buffer = model.replay_buffer
+    assert buffer.her_ratio == pytest.approx(2 / 3)
+    assert buffer.goal_selection_strategy.name == "FINAL" and buffer.copy_info_dict
+
+
+# --------------------------------------------------------------------------- bit for bit with SB3's HER
+
+EXACT_CASES = [
+    (DQN, PrioritizedDQN, {}),
+    (DQN, ComplementaryDQN, {"contribution": "td", **TINY_EXTRACTOR}),
+    (DQN, ComplementaryDQN, {"contribution": "density_ratio", "fast_memory": 50, **TINY_EXTRACTOR}),
+    (SAC, PrioritizedSAC, {}),
+    (SAC, ComplementarySAC, {"contribution": "td", **TINY_EXTRACTOR}),
+]
+
+
+@pytest.mark.parametrize(
+    "parent, cls, extra",
+    EXACT_CASES,
+    ids=["per-dqn", "complementary-dqn", "density-dqn", "per-sac", "complementary-sac"],
+)
+def test_uniform_draws_train_bit_for_bit_like_sb3_her(parent, cls, extra):
+    continuous = parent is SAC
+    expected = trained(parent, continuous=continuous)
+    got = trained(cls, continuous=continuous, uniform_fraction=1.0, **extra)
+    assert [i["r"] for i in got.ep_info_buffer] == [i["r"] for i in expected.ep_info_buffer]
+    want, have = expected.policy.state_dict(), got.policy.state_dict()
+    assert want.keys() == have.keys()
+    for key in want:
+        assert th.equal(want[key], have[key]), key
+
+
+def test_bit_for_bit_check_can_fail():
+    """The comparison above catches a one-sample difference (a changed batch size)."""
+    expected = trained(DQN)
+    got = trained(PrioritizedDQN, uniform_fraction=1.0, batch_size=HER_DQN["batch_size"] + 1)
+    want, have = expected.policy.state_dict(), got.policy.state_dict()
+    assert any(not th.equal(want[key], have[key]) for key in want)
+
+
+# --------------------------------------------------------------------------- HER's contracts with our buffers
+
+
+def weighted_batch(n_envs=2, uniform_fraction=0.5, strategy="future"):
+    """A trained PER+HER buffer with uneven scores and a weighted batch from it (real rows first, as SB3)."""
+    model = trained(
+        PrioritizedDQN,
+        steps=200,
+        n_envs=n_envs,
+        uniform_fraction=uniform_fraction,
+        replay_buffer_kwargs={"goal_selection_strategy": strategy},
+    )
+    buffer = model.replay_buffer
+    assert buffer.ess_fraction() < 0.99  # the scores are uneven: the scored share matters
+    return buffer, buffer.sample_weighted(64)
+
+
+def test_relabelled_rewards_are_the_envs_compute_reward():
+    buffer, batch = weighted_batch()
+    samples = batch.samples
+    n_virtual = sum(int(buffer.her_ratio * n) for n in (batch.control.sum(), (~batch.control).sum()))
+    assert n_virtual > 0
+    expected = BitFlippingEnv(n_bits=N_BITS).compute_reward(
+        samples.next_observations["achieved_goal"].numpy(), samples.observations["desired_goal"].numpy(), None
+    )
+    np.testing.assert_array_equal(samples.rewards.numpy().reshape(-1), expected)
+    # The real rows keep their stored goal and reward.
+    rows, envs = np.divmod(batch.indices, buffer.n_envs)
+    n_real = len(batch.indices) - n_virtual
+    np.testing.assert_array_equal(
+        samples.observations["desired_goal"].numpy()[:n_real], buffer.observations["desired_goal"][rows, envs][:n_real]
+    )
+    np.testing.assert_array_equal(samples.rewards.numpy()[:n_real, 0], buffer.rewards[rows, envs][:n_real])
+    # Relabelled goals are drawn: at least one differs from the stored one.
+    stored_goals = buffer.observations["desired_goal"][rows, envs]
+    assert (samples.observations["desired_goal"].numpy()[n_real:] != stored_goals[n_real:]).any()
+
+
+@pytest.mark.parametrize("strategy", ["future", "episode", "final"])
+def test_relabelled_goals_come_from_the_same_episode(strategy):
+    buffer, batch = weighted_batch(strategy=strategy)
+    rows, envs = np.divmod(batch.indices, buffer.n_envs)
+    n_virtual = sum(int(buffer.her_ratio * n) for n in (batch.control.sum(), (~batch.control).sum()))
+    goals = batch.samples.observations["desired_goal"].numpy()
+    for k in range(len(rows) - n_virtual, len(rows)):
+        row, env = rows[k], envs[k]
+        start, length = buffer.ep_start[row, env], buffer.ep_length[row, env]
+        assert length > 0  # a finished episode
+        position = (row - start) % buffer.buffer_size
+        first = {"future": position, "episode": 0, "final": length - 1}[strategy]
+        candidates = [(start + t) % buffer.buffer_size for t in range(first, length)]
+        achieved = buffer.next_observations["achieved_goal"][candidates, env]
+        assert (achieved == goals[k]).all(axis=1).any(), (k, strategy)
+
+
+def test_running_episodes_are_never_drawn_and_overwritten_ones_leave_the_tree():
+    env = BitFlippingEnv(n_bits=N_BITS)
+    buffer = ComplementaryHerReplayBuffer(
+        40, env.observation_space, env.action_space, env=bit_env(1), alpha=1.0, epsilon=0.1, initial_score="neutral"
+    )
+    obs, _ = env.reset(seed=0)
+    running = []
+    for step in range(200):
+        action = np.array([step % N_BITS])
+        next_obs, reward, terminated, truncated, info = env.step(int(action[0]))
+        done = terminated or truncated
+        buffer.add(
+            {k: v[None] for k, v in obs.items()},
+            {k: v[None] for k, v in next_obs.items()},
+            action,
+            np.array([reward]),
+            np.array([done]),
+            [info],
+        )
+        obs = env.reset()[0] if done else next_obs
+        if step > 20:
+            batch = buffer.sample_weighted(32)
+            assert (buffer.ep_length.reshape(-1)[batch.indices] > 0).all()
+            # The tree holds a priority exactly where SB3's HER would draw.
+            leaves, _ = buffer._leaves()
+            np.testing.assert_array_equal(leaves > 0, buffer.ep_length.reshape(-1) > 0)
+            running.append(int((buffer.ep_length == 0).sum()))
+    assert max(running) > 0  # episodes were running, and overwritten, while we drew
+
+
+def test_a_query_does_not_change_the_tree():
+    buffer, _ = weighted_batch()
+    obs = {k: v[0] * 0 for k, v in buffer.observations.items()}
+    buffer.add(obs, obs, np.zeros((2, 1)), np.zeros(2), np.zeros(2), [{}, {}])
+    leaves = buffer.tree.leaves.copy()
+    before = buffer.ess_fraction()
+    np.testing.assert_array_equal(buffer.tree.leaves, leaves)
+    buffer.sample_weighted(4)
+    assert buffer.ess_fraction() == pytest.approx(before)
+
+
+# --------------------------------------------------------------------------- save and load
+
+
+def test_save_and_load_keep_the_priorities(tmp_path):
+    model = trained(PrioritizedDQN, steps=200)
+    buffer = model.replay_buffer
+    buffer.sample_weighted(1)
+    model.save(tmp_path / "model")
+    model.save_replay_buffer(tmp_path / "buffer")
+    loaded = PrioritizedDQN.load(tmp_path / "model", env=bit_env())
+    loaded.load_replay_buffer(tmp_path / "buffer", truncate_last_traj=False)
+    assert isinstance(loaded.replay_buffer, PrioritizedHerReplayBuffer)
+    np.testing.assert_array_equal(loaded.replay_buffer.scores, buffer.scores)
+    np.testing.assert_array_equal(loaded.replay_buffer.tree.leaves, buffer.tree.leaves)
+    assert loaded.replay_buffer.env is loaded.env
+    loaded.learn(50, reset_num_timesteps=False)  # and it trains on
+
+
+def test_truncating_the_last_trajectory_makes_it_drawable(tmp_path):
+    model = trained(PrioritizedDQN, steps=203)
+    model.save_replay_buffer(tmp_path / "buffer")
+    running = model.replay_buffer.ep_length.reshape(-1) == 0
+    model.load_replay_buffer(tmp_path / "buffer")  # truncate_last_traj=True, as SB3
+    buffer = model.replay_buffer
+    assert (buffer.ep_length > 0).sum() > (~running).sum()
+    np.testing.assert_array_equal(buffer._leaves()[0] > 0, buffer.ep_length.reshape(-1) > 0)
+
+
+def test_loading_a_her_buffer_without_an_env_says_what_to_do(tmp_path):
+    model = trained(PrioritizedDQN, steps=100)
+    model.save(tmp_path / "model")
+    model.save_replay_buffer(tmp_path / "buffer")
+    loaded = PrioritizedDQN.load(tmp_path / "model", env=bit_env())
+    loaded.env = None
+    with pytest.raises(ValueError, match="set_env"):
+        loaded.load_replay_buffer(tmp_path / "buffer")
+
+
+# --------------------------------------------------------------------------- bad input: SB3's own errors
+
+
+def sb3_error(cls, env, **kwargs):
+    with pytest.raises(Exception) as info:
+        cls("MultiInputPolicy", env, **kwargs)
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
+def test_a_non_goal_env_gets_sb3s_error(cls):
+    kwargs = {"replay_buffer_class": HerReplayBuffer, "device": "cpu"}
+    assert sb3_error(cls, "CartPole-v1", **kwargs) == sb3_error(DQN, "CartPole-v1", **kwargs)
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
+def test_optimize_memory_usage_gets_sb3s_error(cls):
+    kwargs = {"replay_buffer_class": HerReplayBuffer, "optimize_memory_usage": True, "device": "cpu"}
+    assert sb3_error(cls, bit_env(), **kwargs) == sb3_error(DQN, bit_env(), **kwargs)
+
+
+def test_candidate_pool_is_refused_with_her():
+    with pytest.raises(ValueError, match="candidate_pool=2 cannot be combined with a HER buffer"):
+        trained(ComplementaryDQN, steps=0, candidate_pool=2)
+
+
+def test_lowest_score_eviction_is_refused_with_her():
+    with pytest.raises(ValueError, match="eviction='fifo' only"):
+        trained(PrioritizedDQN, steps=0, eviction="lowest_score")
