@@ -9,8 +9,9 @@ import optuna
 import pytest
 import yaml
 from stable_baselines3 import DQN
+from stable_baselines3.common.env_util import make_vec_env
 
-from sb3_complementary import ComplementaryDQN
+from sb3_complementary import ComplementaryDQN, PrioritizedDQN, PrioritizedHerReplayBuffer
 from sb3_complementary.zoo import register_algorithms
 from sb3_complementary.zoo.cli import main
 from sb3_complementary.zoo.experiment import ZooExperimentManager
@@ -47,6 +48,21 @@ def test_train_then_load_then_enjoy(tmp_path: Path) -> None:
     enjoy = run_cli("enjoy", "--algo", "complementary_dqn", "--env", "CartPole-v1", "-f", str(logs),
                     "--no-render", "-n", "200", "--num-threads", "1", cwd=tmp_path)  # fmt: skip
     assert "Loading" in enjoy.stdout and "Mean reward" in enjoy.stdout
+
+
+def test_train_a_her_entry_then_enjoy(tmp_path: Path) -> None:
+    """The packaged goal entry (replay_buffer_class: HerReplayBuffer) trains and replays through our HER buffer."""
+    logs = tmp_path / "zoo-logs"
+    run_cli("train", "--algo", "prioritized_dqn", "--env", "BitFlipping-15-v0", "-f", str(logs),
+            "--eval-freq", "-1", *SHORT, cwd=tmp_path)  # fmt: skip
+    run = logs / "prioritized_dqn" / "BitFlipping-15-v0_1"
+    config = dict(yaml.load((run / "BitFlipping-15-v0" / "config.yml").read_text(), Loader=yaml.UnsafeLoader))
+    assert config["replay_buffer_class"] == "HerReplayBuffer"
+    model = PrioritizedDQN.load(run / "BitFlipping-15-v0.zip", env=make_vec_env("BitFlipping-15-v0"))
+    assert model.replay_buffer_class is PrioritizedHerReplayBuffer and model.num_timesteps >= 300
+    enjoy = run_cli("enjoy", "--algo", "prioritized_dqn", "--env", "BitFlipping-15-v0", "-f", str(logs),
+                    "--no-render", "-n", "50", "--num-threads", "1", cwd=tmp_path)  # fmt: skip
+    assert "Loading" in enjoy.stdout
 
 
 def test_optimize_two_trials_on_sqlite(tmp_path: Path) -> None:

@@ -9,9 +9,10 @@ import pytest
 import rl_zoo3
 import yaml
 from rl_zoo3.utils import ALGOS
+from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary import ComplementaryDQN
-from sb3_complementary.zoo import ZOO_ALGORITHMS, register_algorithms
+from sb3_complementary.zoo import BIT_FLIPPING_IDS, ZOO_ALGORITHMS, register_algorithms
 from sb3_complementary.zoo.experiment import ZooExperimentManager
 from sb3_complementary.zoo.hyperparams import (
     ZOO_EXPERIMENT_KEYS,
@@ -96,14 +97,19 @@ def test_packaged_entries_are_rl_zoo3_parent_entries_plus_our_knobs(name: str) -
     parent = _parent(name)
     with open(ZOO_DIR / f"{parent}.yml") as file:
         zoo = yaml.safe_load(file)
+    ours = set(table) & set(BIT_FLIPPING_IDS)  # the goal-conditioned (HER) entries rl-zoo3 does not have
     if parent == "dqn":
-        assert set(table) == set(zoo)  # CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3, atari, default
-    assert "default" in table and set(table) <= set(zoo)
+        assert ours == set(BIT_FLIPPING_IDS)
+        assert set(table) - ours == set(zoo)  # CartPole-v1, Acrobot-v1, MountainCar-v0, LunarLander-v3, atari, default
+    assert "default" in table and set(table) - ours <= set(zoo)
     expected = {"CartPole-v1", "atari"} if parent in DISCRETE_PARENTS else {"Pendulum-v1", "BipedalWalker-v3"}
     assert expected <= set(table)
     knobs = _own_knobs(ALGOS[name], parent)
     for key, entry in table.items():
-        assert {k: v for k, v in entry.items() if k not in knobs} == zoo[key], f"{name}.yml [{key}] drifted from zoo"
+        if key in ours:
+            assert entry["replay_buffer_class"] == "HerReplayBuffer" and entry["policy"] == "MultiInputPolicy"
+        else:
+            assert {k: v for k, v in entry.items() if k not in knobs} == zoo[key], f"{name}.yml [{key}] drifted"
         missing = knobs - set(entry)
         assert not missing, f"{name}.yml [{key}] does not list the constructor's knobs {sorted(missing)}: add them"
 
@@ -164,6 +170,8 @@ def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: 
     experiment.learn(model)
     assert model.num_timesteps >= n_timesteps
     assert model._n_updates > 0
+    if key in BIT_FLIPPING_IDS:  # rl-zoo3 read `replay_buffer_class: HerReplayBuffer`: our weighted HER buffer
+        assert isinstance(model.replay_buffer, HerReplayBuffer) and type(model.replay_buffer) is model.her_buffer_class
     if complementary:
         assert len(model.label_store) > 0  # the contribution signal labelled trained batches
 
