@@ -580,7 +580,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         env: VecNormalize | None,
     ) -> WeightedSamples:
         """
-        Gather drawn transitions into one batch (a HER buffer relabels some of them here).
+        Gather drawn transitions into one batch, every per-sample array in the order of the samples' rows.
 
         :param indices: ``(n,)`` flat indices, in draw order.
         :param weights: ``(n,)`` the loss weights (normalised IS weights, or ``N * P(i)``).
@@ -588,13 +588,23 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param control: ``(n,)`` True for the uniform share.
         :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
         """
+        samples, order = self._gather(indices, control, env)
         return WeightedSamples(
-            samples=self.get_samples_at(indices, env),
-            indices=indices,
-            weights=self.to_torch(weights.astype(np.float32).reshape(-1, 1)),
-            raw_weights=raw_weights,
-            control=control,
+            samples=samples,
+            indices=indices[order],
+            weights=self.to_torch(weights[order].astype(np.float32).reshape(-1, 1)),
+            raw_weights=raw_weights[order],
+            control=control[order],
         )
+
+    def _gather(
+        self, indices: np.ndarray, control: np.ndarray, env: VecNormalize | None
+    ) -> tuple[Samples, np.ndarray | slice]:
+        """
+        The samples of drawn transitions, and where each row comes from: row ``k`` is transition
+        ``indices[order][k]`` (here the draw order; a HER buffer relabels and reorders).
+        """
+        return self.get_samples_at(indices, env), slice(None)
 
     def select_from_candidates(
         self, candidates: np.ndarray, samples: Samples, scores: np.ndarray, batch_size: int

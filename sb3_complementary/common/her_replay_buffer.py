@@ -12,7 +12,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her import HerReplayBuffer
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy
 
-from sb3_complementary.common.buffers import ComplementaryDictReplayBuffer, ComplementaryReplayBuffer, WeightedSamples
+from sb3_complementary.common.buffers import ComplementaryDictReplayBuffer, ComplementaryReplayBuffer
 
 
 class _HerStorage(HerReplayBuffer):
@@ -177,21 +177,14 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
             virtual[group[: int(self.her_ratio * len(group))]] = True
         return virtual
 
-    def _weighted_batch(
-        self,
-        indices: np.ndarray,
-        weights: np.ndarray,
-        raw_weights: np.ndarray,
-        control: np.ndarray,
-        env: VecNormalize | None,
-    ) -> WeightedSamples:
+    def _gather(
+        self, indices: np.ndarray, control: np.ndarray, env: VecNormalize | None
+    ) -> tuple[DictReplayBufferSamples, np.ndarray]:
         """
         Relabel a share of the drawn transitions (SB3's ``_get_virtual_samples``) and lay the batch
-        out as SB3's HER does: the real transitions first, then the relabelled ones. Every
-        per-sample array is put in that order, so ``indices[k]`` is the stored transition of row ``k``.
+        out as SB3's HER does: the real transitions first, then the relabelled ones.
         """
         virtual = self._virtual_slots(control)
-        order = np.concatenate([np.flatnonzero(~virtual), np.flatnonzero(virtual)])
         parts = []
         for gather, slots in ((self._get_real_samples, ~virtual), (self._get_virtual_samples, virtual)):
             if slots.any():  # an empty relabelling would call compute_reward on nothing
@@ -204,13 +197,7 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
             dones=th.cat([p.dones for p in parts]),
             rewards=th.cat([p.rewards for p in parts]),
         )
-        return WeightedSamples(
-            samples=samples,
-            indices=indices[order],
-            weights=self.to_torch(weights[order].astype(np.float32).reshape(-1, 1)),
-            raw_weights=raw_weights[order],
-            control=control[order],
-        )
+        return samples, np.concatenate([np.flatnonzero(~virtual), np.flatnonzero(virtual)])
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
         """SB3's contract: HER's uniform, relabelled batch (the scores play no part)."""
