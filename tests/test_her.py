@@ -204,6 +204,22 @@ def test_a_query_does_not_change_the_tree():
     assert buffer.ess_fraction() == pytest.approx(before)
 
 
+def test_the_density_ratio_learns_on_goal_data_without_the_desired_goal():
+    model = trained(ComplementaryDQN, steps=400, contribution="density_ratio", fast_memory=60, **TINY_EXTRACTOR)
+    buffer = model.replay_buffer
+    assert np.isfinite(model.extractor_auc)  # the classifier was fitted and measured on held-out goal data
+    weights = buffer.scores[buffer.valid_indices()]
+    assert weights.std() > 0  # the ratio weighs transitions unevenly
+    # The desired goal never reaches the classifier: rewriting it leaves the inputs unchanged.
+    indices = buffer.valid_indices()[:50]
+    before = buffer.ratio_inputs(indices)
+    buffer.observations["desired_goal"][:] = 1 - buffer.observations["desired_goal"]
+    np.testing.assert_array_equal(buffer.ratio_inputs(indices), before)
+    # ... while the achieved goal (a function of the state) does.
+    buffer.observations["achieved_goal"][:] = 1 - buffer.observations["achieved_goal"]
+    assert not np.array_equal(buffer.ratio_inputs(indices), before)
+
+
 # --------------------------------------------------------------------------- save and load
 
 
