@@ -210,7 +210,7 @@ def test_env_without_entry_uses_default_and_says_so(capsys: pytest.CaptureFixtur
     note = capsys.readouterr().err
     for expected in (
         "CartPole-v0 has no entry",
-        "Acrobot-v1, CartPole-v1, LunarLander-v3, MountainCar-v0",
+        "Acrobot-v1, BitFlipping-15-v0, BitFlipping-20-v0, CartPole-v1, LunarLander-v3, MountainCar-v0",
         "'default'",
     ):
         assert expected in note
