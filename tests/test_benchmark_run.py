@@ -91,6 +91,45 @@ def test_real_tiny_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "pending 0" in capsys.readouterr().out
 
 
+def test_her_entry_builds_the_weighted_her_buffer_and_records_success(tmp_path: Path) -> None:
+    """``replay_buffer_class: HerReplayBuffer`` in a matrix, as in zoo files; goal envs record their success rate."""
+    doc = {
+        "seeds": "0",
+        "eval": {"fraction": 0.5, "episodes": 3},
+        "random_policy": {"episodes": 5, "seed": 0},
+        "contenders": {"her": {"algo": "dqn"}, "per-her": {"algo": "per"}},
+        "suite": [
+            {
+                "name": "BitFlipping-4-HER",
+                "env": "stable_baselines3.common.envs:BitFlippingEnv",
+                "env_kwargs": {"n_bits": 4},
+                "budget": 200,
+                "r_ref": -1.125,
+                "r_ref_source": "optimal return for 4 bits",
+                "hyperparams": {
+                    **TINY_HYPERPARAMS,
+                    "policy": "MultiInputPolicy",
+                    "learning_starts": 20,
+                    "replay_buffer_class": "HerReplayBuffer",
+                    "replay_buffer_kwargs": {"n_sampled_goal": 2, "goal_selection_strategy": "final"},
+                },
+            }
+        ],
+    }
+    matrix = tmp_path / "m.yml"
+    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "runs"
+    assert runner.main(["--matrix", str(matrix), "--out", str(out), "--workers", "0", "--no-progress"]) == 0
+    for contender in ("her", "per-her"):
+        state, record = read_run_file(run_path(out, f"{contender}__BitFlipping-4-HER__s0"))
+        assert state == "done" and record is not None, record and record["traceback"]
+        rates = record["curve"]["success_rate"]
+        assert len(rates) == 2 and all(0.0 <= rate <= 1.0 for rate in rates)
+        assert record["model_kwargs"]["replay_buffer_class"] == "HerReplayBuffer"
+    _, per = read_run_file(run_path(out, "per-her__BitFlipping-4-HER__s0"))
+    assert per is not None and "ess_fraction" in per["curve"]  # the weighted HER buffer ran
+
+
 def test_crash_is_recorded_and_matrix_goes_on(tmp_path: Path, keep_torch_threads: None) -> None:
     contenders = {
         "crash": {"algo": f"{__name__}:CrashingDQN"},

@@ -264,12 +264,20 @@ def _resolve_class(dotted: str) -> Any:
     return getattr(module, attr)
 
 
+def _replay_buffer_class(name: str) -> Any:
+    """SB3's ``HerReplayBuffer`` by its bare name (as zoo files write it), any other class by dotted path."""
+    from stable_baselines3 import HerReplayBuffer
+
+    return HerReplayBuffer if name == "HerReplayBuffer" else _resolve_class(name)
+
+
 def constructor_kwargs(hyperparams: Hyperparams) -> dict[str, Any]:
     """
     Model constructor kwargs with the JSON-safe placeholders resolved.
 
     Torch class names inside ``policy_kwargs`` become classes, ``train_freq`` given as a list
-    (``[1, "episode"]``) becomes the tuple SB3 expects, and zoo's ``"lin_<x>"`` strings become
+    (``[1, "episode"]``) becomes the tuple SB3 expects, ``replay_buffer_class`` (``"HerReplayBuffer"``,
+    as in zoo files, or a dotted path) becomes the class, and zoo's ``"lin_<x>"`` strings become
     a schedule decaying linearly from ``x`` to 0 over training (zoo's ``linear_schedule``).
 
     :param hyperparams: Parsed hyperparameters.
@@ -284,6 +292,8 @@ def constructor_kwargs(hyperparams: Hyperparams) -> dict[str, Any]:
             }
         elif key == "train_freq" and isinstance(value, list):
             value = tuple(value)
+        elif key == "replay_buffer_class" and isinstance(value, str):
+            value = _replay_buffer_class(value)
         elif isinstance(value, str) and value.startswith("lin_"):
             value = linear_schedule(value)
         kwargs[key] = value

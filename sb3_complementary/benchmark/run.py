@@ -148,14 +148,28 @@ def _train(spec: RunSpec, record: dict[str, Any], curve: dict[str, list[Any]]) -
             eval_env.envs[0].unwrapped.set_task(task)  # type: ignore[attr-defined]
             curve.setdefault("eval_task", []).append(int(task))
         eval_env.seed(eval_seed)  # same start states at every eval point of this run
+        successes: list[bool] = []
+
+        def record_success(local: dict[str, Any], _: dict[str, Any]) -> None:
+            info = local["info"]
+            if local["done"] and "is_success" in info:  # goal-conditioned envs report it
+                successes.append(bool(info["is_success"]))
+
         returns, _ = evaluate_policy(
-            model, eval_env, n_eval_episodes=spec.evaluation.episodes, deterministic=True, return_episode_rewards=True
+            model,
+            eval_env,
+            n_eval_episodes=spec.evaluation.episodes,
+            deterministic=True,
+            return_episode_rewards=True,
+            callback=record_success,
         )
         values = np.asarray(returns, dtype=np.float64)
         curve["timesteps"].append(int(timestep))
         curve["mean"].append(float(values.mean()))
         curve["std"].append(float(values.std()))
         curve["returns"].append(values.tolist())
+        if successes:
+            curve.setdefault("success_rate", []).append(float(np.mean(successes)))
         buffer = model.replay_buffer
         if hasattr(buffer, "task_shares"):  # weighted replays: how concentrated, and on which tasks
             diagnostics = (
