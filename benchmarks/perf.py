@@ -3,6 +3,7 @@ Performance figures for issue #2, measured side by side in one process on one ma
 
     python benchmarks/perf.py --out docs/performance.json            # everything
     python benchmarks/perf.py --only train --repeats 5 --steps 50000  # one part
+    python benchmarks/perf.py --only her --steps 10000 --out docs/performance-her.json
     python benchmarks/perf.py --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
         --out docs/performance-density.json                           # a candidate's training cost
 
@@ -10,6 +11,8 @@ Parts:
 - ``train``: wall-clock of ComplementaryDQN / DQN and PrioritizedDQN / DQN on CartPole-v1 with
   rl-zoo3's DQN hyperparameters, same seed and steps, interleaved repeats; the median ratio is
   what we quote (these machines are shared and noisy, absolute times are not).
+- ``her``: CPU time of PrioritizedDQN and ComplementaryDQN with HER against DQN with SB3's HER on
+  BitFlippingEnv(n_bits=15), the packaged ``BitFlipping-15-v0`` entry's settings, interleaved repeats.
 - ``replay``: batch-256 ``sample_weighted`` + ``update_scores`` on a 1M-transition buffer, against
   SB3's uniform ``ReplayBuffer.sample`` on the same data; also cpprb's C++ prioritized buffer
   (the library we could have used for the sum tree) when it is installed.
@@ -48,43 +51,90 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def bench_train(steps: int, repeats: int, seed: int, complementary_kwargs: dict[str, Any]) -> dict[str, Any]:
+def interleaved(builders: dict[str, Callable[[], Any]], steps: int, repeats: int, baseline: str) -> dict[str, Any]:
     """
-    Interleave DQN / PrioritizedDQN / ComplementaryDQN learns; ratios are per repeat, then median.
+    Learn ``steps`` with each model in turn, ``repeats`` times; ratios to ``baseline`` per repeat, then median.
 
     Both wall-clock and process CPU time are recorded. With one torch thread the CPU time of the
     process is the work the algorithm did, and it barely moves when other jobs share the machine,
     whereas wall-clock time also counts the time the process waited for a core.
 
-    ``complementary_kwargs`` are given to ComplementaryDQN (a candidate's knobs; empty: its defaults).
+    :param builders: Name -> a function that builds a fresh model (same seed for all).
     """
-    algos = {"DQN": DQN, "PrioritizedDQN": PrioritizedDQN, "ComplementaryDQN": ComplementaryDQN}
-    wall: dict[str, list[float]] = {name: [] for name in algos}
-    cpu: dict[str, list[float]] = {name: [] for name in algos}
+    wall: dict[str, list[float]] = {name: [] for name in builders}
+    cpu: dict[str, list[float]] = {name: [] for name in builders}
     for repeat in range(repeats):
-        for name, cls in algos.items():
-            extra = complementary_kwargs if cls is ComplementaryDQN else {}
-            model = cls("MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE, **extra)
+        for name, build in builders.items():
+            model = build()
             cpu_start = time.process_time()
             wall[name].append(timed(lambda model=model: model.learn(steps)))
             cpu[name].append(time.process_time() - cpu_start)
-            print(f"  train repeat {repeat} {name}: {wall[name][-1]:.1f}s wall, {cpu[name][-1]:.1f}s cpu", flush=True)
-    out: dict[str, Any] = {
-        "steps": steps,
-        "repeats": repeats,
-        "complementary_kwargs": complementary_kwargs,
-        "wall_seconds": wall,
-        "cpu_seconds": cpu,
-    }
+            print(f"  repeat {repeat} {name}: {wall[name][-1]:.1f}s wall, {cpu[name][-1]:.1f}s cpu", flush=True)
+    out: dict[str, Any] = {"steps": steps, "repeats": repeats, "wall_seconds": wall, "cpu_seconds": cpu}
     for clock, seconds in (("wall", wall), ("cpu", cpu)):
-        for name in ("PrioritizedDQN", "ComplementaryDQN"):
-            ratios = [a / b for a, b in zip(seconds[name], seconds["DQN"], strict=True)]
-            out[f"{clock}_ratio_{name}_to_DQN"] = {
+        for name in builders:
+            if name == baseline:
+                continue
+            ratios = [a / b for a, b in zip(seconds[name], seconds[baseline], strict=True)]
+            out[f"{clock}_ratio_{name}_to_{baseline}"] = {
                 "median": statistics.median(ratios),
                 "min": min(ratios),
                 "max": max(ratios),
             }
     return out
+
+
+def bench_train(steps: int, repeats: int, seed: int, complementary_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """
+    DQN / PrioritizedDQN / ComplementaryDQN on CartPole-v1 with rl-zoo3's hyperparameters, interleaved.
+
+    ``complementary_kwargs`` are given to ComplementaryDQN (a candidate's knobs; empty: its defaults).
+    """
+    builders = {
+        "DQN": lambda: DQN("MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE),
+        "PrioritizedDQN": lambda: PrioritizedDQN("MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE),
+        "ComplementaryDQN": lambda: ComplementaryDQN(
+            "MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE, **complementary_kwargs
+        ),
+    }
+    return {**interleaved(builders, steps, repeats, baseline="DQN"), "complementary_kwargs": complementary_kwargs}
+
+
+def bench_her(steps: int, repeats: int, seed: int) -> dict[str, Any]:
+    """
+    DQN with SB3's HerReplayBuffer against PrioritizedDQN and ComplementaryDQN with HER (their
+    weighted HER buffers), on BitFlippingEnv(n_bits=15) with the settings of the packaged
+    ``BitFlipping-15-v0`` zoo entry, interleaved.
+    """
+    from stable_baselines3.common.envs import BitFlippingEnv
+    from stable_baselines3.her import HerReplayBuffer
+
+    settings = {
+        "replay_buffer_class": HerReplayBuffer,
+        "replay_buffer_kwargs": {"n_sampled_goal": 4, "goal_selection_strategy": "future"},
+        "learning_rate": 1e-3,
+        "batch_size": 64,
+        "buffer_size": 100_000,
+        "learning_starts": 1000,
+        "gamma": 0.95,
+        "target_update_interval": 500,
+        "train_freq": 1,
+        "exploration_fraction": 0.1,
+        "exploration_final_eps": 0.02,
+        "seed": seed,
+        "device": "cpu",
+    }
+
+    def builder(cls: Any) -> Callable[[], Any]:
+        return lambda: cls(
+            "MultiInputPolicy", BitFlippingEnv(n_bits=15), policy_kwargs={"net_arch": [256, 256]}, **settings
+        )
+
+    builders = {
+        name: builder(cls)
+        for name, cls in (("DQN", DQN), ("PrioritizedDQN", PrioritizedDQN), ("ComplementaryDQN", ComplementaryDQN))
+    }
+    return {**interleaved(builders, steps, repeats, baseline="DQN"), "env": "BitFlippingEnv(n_bits=15)"}
 
 
 def _filled_buffers(capacity: int, obs_dim: int) -> tuple[ComplementaryReplayBuffer, ReplayBuffer]:
@@ -220,7 +270,7 @@ def bench_migrate(capacity: int, loop_rows: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["train", "replay", "rescore", "memory", "migrate"], action="append")
+    parser.add_argument("--only", choices=["train", "her", "replay", "rescore", "memory", "migrate"], action="append")
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--capacity", type=int, default=1_000_000)
@@ -239,6 +289,8 @@ def main() -> None:
         print(f"[{part}]", flush=True)
         if part == "train":
             results[part] = bench_train(args.steps, args.repeats, args.seed, args.complementary_kwargs)
+        elif part == "her":
+            results[part] = bench_her(args.steps, args.repeats, args.seed)
         elif part == "replay":
             results[part] = bench_replay(args.capacity, 256, iterations=200, repeats=args.repeats)
         elif part == "rescore":
