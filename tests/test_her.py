@@ -258,6 +258,17 @@ def test_loading_a_her_buffer_without_an_env_says_what_to_do(tmp_path):
         loaded.load_replay_buffer(tmp_path / "buffer")
 
 
+def test_a_plain_sb3_her_buffer_or_a_flat_buffer_is_refused_with_the_reason(tmp_path):
+    trained(DQN, steps=100).save_replay_buffer(tmp_path / "sb3_her")
+    model = trained(PrioritizedDQN, steps=0)
+    with pytest.raises(ValueError, match="cannot migrate it"):
+        model.load_replay_buffer(tmp_path / "sb3_her")
+    model.save_replay_buffer(tmp_path / "ours")
+    flat = PrioritizedDQN("MlpPolicy", "CartPole-v1", device="cpu", buffer_size=100)
+    with pytest.raises(ValueError, match="cannot stand in for each other"):
+        flat.load_replay_buffer(tmp_path / "ours")
+
+
 # --------------------------------------------------------------------------- bad input: SB3's own errors
 
 
