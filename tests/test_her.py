@@ -189,6 +189,7 @@ def test_running_episodes_are_never_drawn_and_overwritten_ones_leave_the_tree():
             # The tree holds a priority exactly where SB3's HER would draw.
             leaves, _ = buffer._leaves()
             np.testing.assert_array_equal(leaves > 0, buffer.ep_length.reshape(-1) > 0)
+            assert buffer.n_valid() == np.count_nonzero(buffer.ep_length)
             running.append(int((buffer.ep_length == 0).sum()))
     assert max(running) > 0  # episodes were running, and overwritten, while we drew
 

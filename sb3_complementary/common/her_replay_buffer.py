@@ -107,22 +107,55 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
             handle_timeout_termination=handle_timeout_termination,
             **knobs,
         )
-        #: ``(buffer_size * n_envs,)`` True where a transition is drawable (its episode ended), as in the tree.
+        #: ``(buffer_size * n_envs,)`` SB3's HER rule, kept up to date by ``add``: True where the
+        #: transition's episode has ended and has not started being overwritten (``ep_length > 0``).
         self._sampleable = np.zeros(self.buffer_size * self.n_envs, dtype=bool)
+        self._n_sampleable = 0
+        #: Flat indices whose drawability changed since the tree last followed (at the next flush).
+        self._changed: list[np.ndarray] = []
 
     # ------------------------------------------------------------------ which transitions are drawable
-    def _sampleable_now(self) -> np.ndarray:
-        """``(buffer_size * n_envs,)`` SB3's HER rule: the transition's episode has ended (and is not overwritten)."""
-        return (self.ep_length > 0).reshape(-1)
+    def add(  # type: ignore[override]
+        self,
+        obs: dict[str, np.ndarray],
+        next_obs: dict[str, np.ndarray],
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """SB3's HER ``add``; the episode it starts overwriting (HER drops it whole) leaves the draw."""
+        for env_idx in range(self.n_envs):
+            length = self.ep_length[self.pos, env_idx]
+            if length > 0:
+                rows = np.arange(self.pos, self.ep_start[self.pos, env_idx] + length) % self.buffer_size
+                self._set_sampleable(rows * self.n_envs + env_idx, False)
+        super().add(obs, next_obs, action, reward, done, infos)
+
+    def _compute_episode_length(self, env_idx: int) -> None:
+        """SB3's; the episode that ends here (in ``add`` or ``truncate_last_trajectory``) becomes drawable."""
+        start, end = self._current_ep_start[env_idx], self.pos
+        if end < start:
+            end += self.buffer_size
+        super()._compute_episode_length(env_idx)
+        self._set_sampleable(np.arange(start, end) % self.buffer_size * self.n_envs + env_idx, True)
+
+    def _set_sampleable(self, indices: np.ndarray, value: bool) -> None:
+        changed = indices[self._sampleable[indices] != value]
+        self._sampleable[changed] = value
+        self._n_sampleable += len(changed) if value else -len(changed)
+        self._changed.append(changed)
 
     def valid_indices(self) -> np.ndarray:
-        return np.flatnonzero(self._sampleable_now())
+        return np.flatnonzero(self._sampleable)
 
     def n_valid(self) -> int:
-        return int(np.count_nonzero(self.ep_length))
+        return self._n_sampleable
 
     def uniform_indices(self, n: int) -> np.ndarray:
         """``(n,)`` flat indices drawn as SB3's ``HerReplayBuffer.sample`` draws them (same NumPy call)."""
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
         valid = self.valid_indices()
         if valid.size == 0:
             raise RuntimeError(
@@ -131,42 +164,43 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
             )
         return np.random.choice(valid, size=n, replace=True)
 
-    def _flush_new(self) -> None:
-        """The new rows' initial scores, then the tree follows the episodes (:meth:`_sync_sampleable`)."""
-        if not self._unscored_rows:  # episodes end and are overwritten only in add(), which queues a row
-            return
-        new = (np.unique(self._unscored_rows)[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
-        super()._flush_new()
-        self._sync_sampleable(new)
+    def _pending_leaves(self, scores: np.ndarray, new_rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """
+        The leaves the tree must change (``new_rows``, and the transitions whose drawability changed)
+        and their priorities: the score's once the episode has ended, 0 before and once it is being overwritten.
+        """
+        rows = np.unique(np.asarray(new_rows, dtype=np.int64))
+        new = (rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
+        indices = np.unique(np.concatenate([new, *self._changed]))
+        return indices, np.where(self._sampleable[indices], self.priority(scores[indices]), 0.0)
 
-    def _sync_sampleable(self, also: np.ndarray | None = None) -> None:
-        """
-        A transition's priority is its score's once its episode has ended, and 0 before and once
-        the episode starts being overwritten: update the leaves whose state changed (and ``also``).
-        """
-        sampleable = self._sampleable_now()
-        changed = np.flatnonzero(sampleable != self._sampleable)
-        if also is not None:
-            changed = np.union1d(changed, also)
-        self.tree.update(changed, np.where(sampleable[changed], self.priority(self.scores[changed]), 0.0))
-        self._sampleable = sampleable
+    def _flush_new(self) -> None:
+        """The new rows' initial scores, then the tree follows the episodes that ended or are being overwritten."""
+        if not self._unscored_rows and not self._changed:
+            return
+        new_rows = self._unscored_rows
+        super()._flush_new()  # the new rows' scores
+        self.tree.update(*self._pending_leaves(self.scores, new_rows))
+        self._changed = []
 
     def _leaves(self) -> tuple[np.ndarray, float]:
-        if not self._unscored_rows:
+        if not self._unscored_rows and not self._changed:
             return self.tree.leaves, self.tree.total
         scores = self.scores.copy()
-        rows = np.unique(self._unscored_rows)
+        rows = np.asarray(self._unscored_rows, dtype=np.int64)
         scores[(rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)] = self._initial_score()
-        leaves = np.where(self._sampleable_now(), self.priority(scores), 0.0)
+        leaves = self.tree.leaves.copy()
+        indices, priorities = self._pending_leaves(scores, self._unscored_rows)
+        leaves[indices] = priorities
         return leaves, float(leaves.sum())
 
     def set_all_scores(self, indices: np.ndarray, scores: np.ndarray) -> None:
         """
-        As the flat buffer's, for the drawable transitions; those of running episodes keep no
-        score from a re-score and enter at the initial score when their episode ends.
+        As the flat buffer's, for the drawable transitions (``indices`` is ``valid_indices()``);
+        those of running episodes get the initial score, their priority when their episode ends.
         """
         super().set_all_scores(indices, scores)
-        self._sampleable = self._sampleable_now()
+        self._changed = []
         self.scores[~self._sampleable] = self._initial_score()
 
     # ------------------------------------------------------------------ gathering
@@ -206,12 +240,6 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
     def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
         """The flat buffer's, without ``desired_goal`` (relabelling changes it; see the class docstring)."""
         return super()._flat_observations({k: v for k, v in storage.items() if k != "desired_goal"}, rows, envs)
-
-    def truncate_last_trajectory(self) -> None:
-        """SB3's: the running episodes end here (a loaded buffer), so their transitions become drawable."""
-        super().truncate_last_trajectory()
-        self._flush_new()
-        self._sync_sampleable()
 
 
 class PrioritizedHerReplayBuffer(ComplementaryHerReplayBuffer):
