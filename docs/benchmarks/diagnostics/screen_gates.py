@@ -10,7 +10,8 @@ For each candidate, on the entries where every named contender has all its seeds
 3. **It beats the control**: IQM of the normalised AUC against the control's, with a
    stratified-bootstrap 95% CI, and P(candidate > control).
 
-The IQM ratios to DQN and PER on the same entries are printed too. Usage::
+The IQM ratios to DQN and PER on the same entries are printed too, over all complete entries and
+per suite (classic, non-stationary). Usage::
 
     python docs/benchmarks/diagnostics/screen_gates.py docs/benchmarks/screen/runs \\
         --candidates density-sampling,density-loss --control density-control --out docs/benchmarks/screen/gates.md
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rliable import metrics as rly_metrics
@@ -29,6 +31,11 @@ from sb3_complementary.benchmark.metrics import auc, mean_pm_std
 from sb3_complementary.benchmark.report import ReportData, _interval, _iqm_ratios, collect, interval_estimates
 
 AUC_GATE, ESS_GATE = 0.65, 0.9
+#: The protocol's two suites, as the screen's entries are named.
+SUITES = (
+    "classic=CartPole-v1,MountainCar-v0,LunarLander-v3;"
+    "non-stationary=CartPole-drift,CartPole-family-uniform,CartPole-family-sequential"
+)
 
 
 def after_warmup(record: dict, key: str) -> float:
@@ -66,6 +73,27 @@ def restrict(data: ReportData, contenders: list[str], seeds: list[int]) -> Repor
     )
 
 
+def comparisons(
+    scores: dict[str, np.ndarray], candidate: str, control: str, baselines: list[str], reps: int
+) -> tuple[Any, str, list[str]]:
+    """IQM AUC ratio to the control, P(candidate > control), and the IQM AUC ratios to the baselines."""
+    ratio = _iqm_ratios(scores, [candidate], control, reps, 0)[candidate]
+    to_baselines = [_iqm_ratios(scores, [candidate], b, reps, 0)[candidate].fmt() for b in baselines]
+    points, cis = interval_estimates(
+        {"p": (scores[candidate], scores[control])}, rly_metrics.probability_of_improvement, reps=reps, seed=0
+    )
+    return ratio, _interval(points["p"], cis["p"]).fmt(), to_baselines
+
+
+def parse_suites(text: str) -> dict[str, list[str]]:
+    """``"classic=A,B;non-stationary=C"`` -> ``{"classic": ["A", "B"], "non-stationary": ["C"]}``."""
+    suites = {}
+    for part in filter(None, text.split(";")):
+        name, _, members = part.partition("=")
+        suites[name.strip()] = [m.strip() for m in members.split(",") if m.strip()]
+    return suites
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path)
@@ -75,6 +103,11 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--suites",
+        default=SUITES,
+        help="per-suite comparisons: 'name=entry,entry;name=entry' (the protocol's two suites by default)",
+    )
     args = parser.parse_args()
     candidates = args.candidates.split(",")
     baselines = [b for b in args.baselines.split(",") if b]
@@ -121,21 +154,32 @@ def main() -> None:
         "|---|---|---|---|---|" + "---|" * len(baselines),
     ]
     for candidate in candidates:
-        ratio = _iqm_ratios(scores, [candidate], args.control, args.reps, 0)[candidate]
-        to_baselines = [_iqm_ratios(scores, [candidate], b, args.reps, 0)[candidate].fmt() for b in baselines]
-        points, cis = interval_estimates(
-            {"p": (scores[candidate], scores[args.control])},
-            rly_metrics.probability_of_improvement,
-            reps=args.reps,
-            seed=0,
-        )
+        ratio, p_control, to_baselines = comparisons(scores, candidate, args.control, baselines, args.reps)
         g = gates[candidate]
         lines.append(
             f"| {candidate} | {g['auc_entries']} of {len(data.envs)} ({'pass' if g['auc_entries'] >= 2 else 'fail'}) | "
             f"{g['ess']:.3f} ({'pass' if g['ess'] <= ESS_GATE else 'fail'}) | "
-            f"{ratio.fmt()} ({'pass' if ratio.point > 1 else 'fail'}) | "
-            f"{_interval(points['p'], cis['p']).fmt()} |" + "".join(f" {r} |" for r in to_baselines)
+            f"{ratio.fmt()} ({'pass' if ratio.point > 1 else 'fail'}) | {p_control} |"
+            + "".join(f" {r} |" for r in to_baselines)
         )
+    for suite, members in parse_suites(args.suites).items():
+        envs = [e for e in members if e in data.envs]
+        if not envs:
+            continue
+        subset = dataclasses.replace(data, envs=envs)
+        suite_scores = {c: subset.score_matrix(c, auc) for c in contenders}
+        missing = sorted(set(members) - set(envs))
+        lines += [
+            "",
+            f"{suite} suite ({', '.join(envs)}{'; not complete yet: ' + ', '.join(missing) if missing else ''}):",
+            "",
+            "| candidate | IQM AUC / control [95% CI] | P(candidate > control) [95% CI] |"
+            + "".join(f" IQM AUC / {b} |" for b in baselines),
+            "|---|---|---|" + "---|" * len(baselines),
+        ]
+        for candidate in candidates:
+            ratio, p_control, to_baselines = comparisons(suite_scores, candidate, args.control, baselines, args.reps)
+            lines.append(f"| {candidate} | {ratio.fmt()} | {p_control} |" + "".join(f" {r} |" for r in to_baselines))
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
