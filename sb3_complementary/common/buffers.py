@@ -313,7 +313,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             return
         rows = np.unique(self._unscored_rows)
         self._unscored_rows = []
-        new = (rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
+        new = self.row_indices(rows)
         initial = self._initial_score()
         self.scores[new] = initial
         self.tree.update(new, np.full(len(new), self.priority(initial)))
@@ -334,6 +334,10 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         with np.errstate(over="ignore"):
             return np.minimum(base**self.alpha, np.finfo(np.float64).max / (2 * self.tree.n_leaves))
 
+    def row_indices(self, rows: np.ndarray | list[int]) -> np.ndarray:
+        """``(len(rows) * n_envs,)`` flat indices of every env's transition in the given rows."""
+        return (np.asarray(rows, dtype=np.int64)[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
+
     def valid_indices(self) -> np.ndarray:
         """Flat indices of every sampleable transition."""
         indices = np.arange(self.size() * self.n_envs)
@@ -348,7 +352,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         """Flat indices of (about) the ``n`` freshest transitions: the probe set for the influence signal."""
         rows = min(max(n // self.n_envs, 1), self.size())
         pos = (self.pos - 1 - np.arange(rows)) % self.buffer_size
-        return (pos[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
+        return self.row_indices(pos)
 
     # ------------------------------------------------------------------ scores
     def _sanitize(self, scores: np.ndarray) -> np.ndarray:
@@ -490,9 +494,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             return self.tree.leaves, self.tree.total
         leaves = self.tree.leaves.copy()
         rows = np.unique(self._unscored_rows)
-        leaves[(rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)] = self.priority(
-            self._initial_score()
-        )
+        leaves[self.row_indices(rows)] = self.priority(self._initial_score())
         if self.optimize_memory_usage and self.full:
             leaves[self.pos * self.n_envs + np.arange(self.n_envs)] = 0.0
         return leaves, float(leaves.sum())

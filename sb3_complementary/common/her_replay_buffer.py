@@ -169,9 +169,7 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
         The leaves the tree must change (``new_rows``, and the transitions whose drawability changed)
         and their priorities: the score's once the episode has ended, 0 before and once it is being overwritten.
         """
-        rows = np.unique(np.asarray(new_rows, dtype=np.int64))
-        new = (rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)
-        indices = np.unique(np.concatenate([new, *self._changed]))
+        indices = np.unique(np.concatenate([self.row_indices(new_rows), *self._changed]))
         return indices, np.where(self._sampleable[indices], self.priority(scores[indices]), 0.0)
 
     def _flush_new(self) -> None:
@@ -187,8 +185,7 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
         if not self._unscored_rows and not self._changed:
             return self.tree.leaves, self.tree.total
         scores = self.scores.copy()
-        rows = np.asarray(self._unscored_rows, dtype=np.int64)
-        scores[(rows[:, None] * self.n_envs + np.arange(self.n_envs)).reshape(-1)] = self._initial_score()
+        scores[self.row_indices(self._unscored_rows)] = self._initial_score()
         leaves = self.tree.leaves.copy()
         indices, priorities = self._pending_leaves(scores, self._unscored_rows)
         leaves[indices] = priorities
