@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sb3_complementary.benchmark.envs import make_env
 from sb3_complementary.benchmark.hyperparams import (
     build_hyperparams,
     constructor_kwargs,
@@ -295,3 +296,14 @@ def test_bit_flipping_optimal_return_by_enumeration() -> None:
         wrong = n - sum(state)
         returns.append(-(wrong - 1) if wrong else -1)
     assert bit_flipping_optimal_return(n) == pytest.approx(sum(returns) / len(returns))
+
+
+def test_gymnasium_module_env_id_form() -> None:
+    # gymnasium's own "module:EnvId": the module is imported (registering the id), then gym.make
+    env = make_env("gymnasium.envs.classic_control:CartPole-v1")
+    assert env.spec is not None and env.spec.id == "CartPole-v1"
+    assert env.spec.max_episode_steps == 500  # the registered TimeLimit, which an entry point would lack
+    entry = {"name": "Pole", "env": "gymnasium.envs.classic_control:CartPole-v1", "zoo_id": "CartPole-v1", "budget": 100}
+    assert parse_matrix(minimal(suite=[entry])).suite[0].env_id == "gymnasium.envs.classic_control:CartPole-v1"
+    with pytest.raises(ValueError, match="unknown environment 'gymnasium.envs.classic_control:NoSuch-v0'"):
+        parse_matrix(minimal(suite=[{**entry, "env": "gymnasium.envs.classic_control:NoSuch-v0"}]))

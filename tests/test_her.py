@@ -194,6 +194,18 @@ def test_running_episodes_are_never_drawn_and_overwritten_ones_leave_the_tree():
     assert max(running) > 0  # episodes were running, and overwritten, while we drew
 
 
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
+def test_diagnostics_before_the_first_episode_ends(cls):
+    # An eval point can come before any episode is complete: nothing is drawable yet.
+    model = cls("MultiInputPolicy", bit_env(), **{**HER_DQN, "learning_starts": 100})
+    model.learn(N_BITS - 1)
+    assert model.replay_buffer.n_valid() == 0
+    assert model.sampling_ess_fraction() == 1.0
+    if cls is ComplementaryDQN:
+        diagnostics = model.replay_diagnostics()
+        assert diagnostics["weight_max"] == 1.0 and diagnostics["ess_fraction"] == 1.0
+
+
 def test_a_query_does_not_change_the_tree():
     buffer, _ = weighted_batch()
     obs = {k: v[0] * 0 for k, v in buffer.observations.items()}

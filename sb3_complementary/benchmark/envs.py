@@ -1,9 +1,11 @@
 """
 Environments of the suite.
 
-A suite entry names its environment either by a registered gymnasium id (``"CartPole-v1"``)
-or by a ``"module:Callable"`` entry point (``"stable_baselines3.common.envs:BitFlippingEnv"``)
-for environments that are not registered. Optional wrappers are applied in order.
+A suite entry names its environment by a registered gymnasium id (``"CartPole-v1"``), by
+gymnasium's ``"module:EnvId"`` form, which imports the module that registers the id first
+(``"gymnasium_robotics:FetchReach-v4"``), or by a ``"module:Callable"`` entry point
+(``"stable_baselines3.common.envs:BitFlippingEnv"``) for environments that are not registered.
+Optional wrappers are applied in order.
 """
 
 from __future__ import annotations
@@ -36,16 +38,31 @@ def import_object_path(path: str) -> Any:
     return obj
 
 
+def registered_by_module(env_id: str) -> bool:
+    """
+    Whether ``env_id`` is gymnasium's ``"module:EnvId"`` form: importing ``module`` registers ``EnvId``.
+
+    :param env_id: An environment name that contains ``":"``.
+    :return: True if the part after ``":"`` is a registered id once the module is imported.
+    :raises ImportError: if the module cannot be imported.
+    """
+    module_name, _, name = env_id.partition(":")
+    importlib.import_module(module_name)
+    return name in gym.registry
+
+
 def check_env_id(env_id: str, where: str) -> None:
     """
     Check that an environment exists without building it.
 
-    :param env_id: A registered gymnasium id or a ``"module:Callable"`` entry point.
+    :param env_id: A registered gymnasium id, ``"module:EnvId"`` or a ``"module:Callable"`` entry point.
     :param where: Entry name for the error message.
     :raises ValueError: if the environment is unknown.
     """
     if ":" in env_id:
         try:
+            if registered_by_module(env_id):
+                return
             obj = import_object_path(env_id)
         except (ImportError, AttributeError, ValueError) as exc:
             raise ValueError(f"{where}: unknown environment {env_id!r}: {exc}") from exc
@@ -67,13 +84,16 @@ def make_env(
     """
     Build one environment instance.
 
-    :param env_id: A registered gymnasium id or a ``"module:Callable"`` entry point.
+    :param env_id: A registered gymnasium id, ``"module:EnvId"`` or a ``"module:Callable"`` entry point.
     :param env_kwargs: Constructor keyword arguments.
     :param wrappers: ``"module:Wrapper"`` paths, applied in order (the first is innermost).
     :return: The environment (not seeded: callers seed through ``reset`` or the model).
     """
     kwargs = dict(env_kwargs or {})
-    env: gym.Env = import_object_path(env_id)(**kwargs) if ":" in env_id else gym.make(env_id, **kwargs)
+    if ":" in env_id and not registered_by_module(env_id):
+        env: gym.Env = import_object_path(env_id)(**kwargs)
+    else:
+        env = gym.make(env_id, **kwargs)
     for wrapper in wrappers:
         env = import_object_path(wrapper)(env)
     return env

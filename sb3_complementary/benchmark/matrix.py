@@ -394,7 +394,7 @@ def _parse_entry(raw: Any, index: int, zoo_algo: str) -> SuiteEntry:
     _check_keys(spec, _SUITE_KEYS, where)
     env_id = spec.get("env")
     if not isinstance(env_id, str):
-        raise ValueError(f"{where}: 'env' (a gymnasium id or 'module:Callable') is required")
+        raise ValueError(f"{where}: 'env' (a gymnasium id, 'module:EnvId' or 'module:Callable') is required")
     check_env_id(env_id, where)
     if "name" not in spec and ":" in env_id:
         raise ValueError(f"{where}: an entry point needs a 'name' (used in file names and tables)")

@@ -509,6 +509,8 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param uniform_share: Share of the batch drawn uniformly.
         :return: ``(n,)`` probabilities ``u / N + (1 - u) * p_i / sum(p)``.
         """
+        if len(indices) == 0:  # e.g. HER before the first episode ends: nothing is drawable yet
+            return np.zeros(0)
         leaves, total = self._leaves()
         score_part = leaves[indices] / total if total > 0 else np.zeros(len(indices))
         return uniform_share / self.n_valid() + (1.0 - uniform_share) * score_part
@@ -665,8 +667,11 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         ``1 / (N * sum(p_i^2))``; 1 for uniform replay, near 0 when a few transitions take all draws.
 
         :param indices: ``(N,)`` flat indices (default: every valid transition).
+        :return: The fraction; 1 for an empty buffer (nothing is prioritised yet).
         """
         indices = self.valid_indices() if indices is None else indices
+        if len(indices) == 0:
+            return 1.0
         probabilities = self.sampling_probabilities(indices, self.uniform_fraction)
         probabilities = probabilities / probabilities.sum()
         return float(1.0 / np.sum(probabilities**2) / len(indices))
