@@ -303,7 +303,12 @@ def test_gymnasium_module_env_id_form() -> None:
     env = make_env("gymnasium.envs.classic_control:CartPole-v1")
     assert env.spec is not None and env.spec.id == "CartPole-v1"
     assert env.spec.max_episode_steps == 500  # the registered TimeLimit, which an entry point would lack
-    entry = {"name": "Pole", "env": "gymnasium.envs.classic_control:CartPole-v1", "zoo_id": "CartPole-v1", "budget": 100}
+    entry = {
+        "name": "Pole",
+        "env": "gymnasium.envs.classic_control:CartPole-v1",
+        "zoo_id": "CartPole-v1",
+        "budget": 100,
+    }
     assert parse_matrix(minimal(suite=[entry])).suite[0].env_id == "gymnasium.envs.classic_control:CartPole-v1"
-    with pytest.raises(ValueError, match="unknown environment 'gymnasium.envs.classic_control:NoSuch-v0'"):
+    with pytest.raises(ValueError, match=r"unknown environment 'gymnasium\.envs\.classic_control:NoSuch-v0'"):
         parse_matrix(minimal(suite=[{**entry, "env": "gymnasium.envs.classic_control:NoSuch-v0"}]))
