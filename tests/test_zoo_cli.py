@@ -1,5 +1,7 @@
 """The sb3-complementary CLI: train / enjoy in subprocesses, -optimize on SQLite, rl-zoo3's dqn, bad input."""
 
+import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -11,7 +13,13 @@ import yaml
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 
-from sb3_complementary import ComplementaryDQN, PrioritizedDQN, PrioritizedHerReplayBuffer
+from sb3_complementary import (
+    ComplementaryDQN,
+    ComplementaryHerReplayBuffer,
+    ComplementarySAC,
+    PrioritizedDQN,
+    PrioritizedHerReplayBuffer,
+)
 from sb3_complementary.zoo import register_algorithms
 from sb3_complementary.zoo.cli import main
 from sb3_complementary.zoo.experiment import ZooExperimentManager
@@ -62,6 +70,24 @@ def test_train_a_her_entry_then_enjoy(tmp_path: Path) -> None:
     assert model.replay_buffer_class is PrioritizedHerReplayBuffer and model.num_timesteps >= 300
     enjoy = run_cli("enjoy", "--algo", "prioritized_dqn", "--env", "BitFlipping-15-v0", "-f", str(logs),
                     "--no-render", "-n", "50", "--num-threads", "1", cwd=tmp_path)  # fmt: skip
+    assert "Loading" in enjoy.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gymnasium_robotics") is None, reason="needs the robotics extra")
+def test_train_the_fetch_reach_her_entry_then_enjoy(tmp_path: Path) -> None:
+    """SAC + HER on FetchReach as rl-zoo3 runs it: --gym-packages registers the env, VecNormalize wraps it."""
+    logs = tmp_path / "zoo-logs"
+    run_cli("train", "--algo", "complementary_sac", "--env", "FetchReach-v4", "--gym-packages", "gymnasium_robotics",
+            "-f", str(logs), "--eval-freq", "-1", "-n", "150", "--seed", "1", "--num-threads", "1",
+            "-params", "learning_starts:60", "buffer_size:1000", "batch_size:32", cwd=tmp_path)  # fmt: skip
+    run = logs / "complementary_sac" / "FetchReach-v4_1"
+    assert (run / "FetchReach-v4" / "vecnormalize.pkl").is_file()  # the entry's normalize: True
+    importlib.import_module("gymnasium_robotics")  # registers FetchReach-v4 in this process too
+    model = ComplementarySAC.load(run / "FetchReach-v4.zip", env=make_vec_env("FetchReach-v4"))
+    assert model.replay_buffer_class is ComplementaryHerReplayBuffer and model._n_updates > 0
+    enjoy = run_cli("enjoy", "--algo", "complementary_sac", "--env", "FetchReach-v4", "--gym-packages",
+                    "gymnasium_robotics", "-f", str(logs), "--no-render", "-n", "60", "--num-threads", "1",
+                    cwd=tmp_path)  # fmt: skip
     assert "Loading" in enjoy.stdout
 
 
