@@ -59,7 +59,7 @@ def test_selection_weights_are_against_the_pool(uniform_fraction, beta):
     candidates = np.arange(0, 40, 4)  # P = 10
     scores = np.linspace(0.05, 0.95, 10).astype(np.float32)
     np.random.seed(0)
-    batch, ess = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), scores, 32)
+    batch, rates = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), scores, 32)
     n_uniform = round(32 * uniform_fraction)
     assert batch.control.sum() == n_uniform and batch.control[:n_uniform].all()
     priorities = (scores + 0.01) ** 0.7
@@ -68,7 +68,7 @@ def test_selection_weights_are_against_the_pool(uniform_fraction, beta):
     raw = (10 * q[positions]) ** -beta
     np.testing.assert_allclose(batch.raw_weights, raw, rtol=1e-6)
     np.testing.assert_allclose(batch.weights.numpy().reshape(-1), raw / raw.max(), rtol=1e-6)
-    assert ess == pytest.approx(1.0 / (10 * np.sum(q**2)))
+    np.testing.assert_allclose(rates, 10 * q, rtol=1e-6)  # replayed 10 q_i times as often as uniformly
     rows = batch.indices  # n_envs = 1: flat index = row
     np.testing.assert_array_equal(batch.samples.observations.numpy(), buffer.observations[rows, 0])
 
@@ -92,9 +92,9 @@ def test_equal_scores_select_uniformly_with_unit_weights():
     buffer = make_buffer(40, uniform_fraction=0.25)
     fill_buffer(buffer, 40)
     candidates = buffer.uniform_indices(64)
-    batch, ess = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), np.full(64, 0.5), 16)
+    batch, rates = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), np.full(64, 0.5), 16)
     np.testing.assert_allclose(batch.weights.numpy(), 1.0)
-    assert ess == pytest.approx(1.0)
+    np.testing.assert_allclose(rates, 1.0)
 
 
 def test_fresh_td_replaces_the_stored_one_in_the_features():
@@ -142,7 +142,13 @@ def test_draw_time_selection_trains_labels_fresh_features_and_round_trips(tmp_pa
     for features, td_abs in labelled:  # labelled on the |TD| the batch was selected on
         np.testing.assert_allclose(features[:, TD], td_abs, rtol=1e-6)
         np.testing.assert_array_equal(features[:, STALENESS], 0.0)
-    assert 0.0 < model.sampling_ess_fraction() <= 1.0
+    # The diagnostics describe the pool's selections, not the tree.
+    rates = np.concatenate(model._selection_rates)
+    diagnostics = model.replay_diagnostics()
+    assert diagnostics["ess_fraction"] == pytest.approx(np.mean([1 / np.mean(r**2) for r in model._selection_rates]))
+    assert diagnostics["ess_fraction"] < 1.0 and diagnostics["weight_max"] == pytest.approx(rates.max())
+    assert diagnostics["weight_p5"] == pytest.approx(np.percentile(rates, 5))
+    assert diagnostics["weight_p5"] < 1.0 < diagnostics["weight_max"]
     model.save(tmp_path / "model")
     loaded = ComplementaryDQN.load(tmp_path / "model", env=model.get_env())
     assert loaded.candidate_pool == 4
@@ -174,7 +180,7 @@ def test_all_zero_priorities_select_uniformly():
     buffer = make_buffer(20, epsilon=0.0, score_floor=0.0, uniform_fraction=1.0)
     fill_buffer(buffer, 20)
     candidates = np.arange(0, 20, 2)
-    batch, ess = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), np.zeros(10), 8)
+    batch, rates = buffer.select_from_candidates(candidates, buffer.get_samples_at(candidates), np.zeros(10), 8)
     assert batch.control.all()
     assert set(batch.indices) <= set(candidates)
-    assert ess == pytest.approx(1.0)
+    np.testing.assert_allclose(rates, 1.0)

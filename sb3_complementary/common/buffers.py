@@ -612,7 +612,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
 
     def select_from_candidates(
         self, candidates: np.ndarray, samples: Samples, scores: np.ndarray, batch_size: int
-    ) -> tuple[WeightedSamples, float]:
+    ) -> tuple[WeightedSamples, np.ndarray]:
         """
         Draw a batch from a pool of uniformly drawn candidates, by scores measured now (draw-time selection).
 
@@ -626,7 +626,9 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param samples: The pool's SB3 samples (``P`` rows, in the order of ``candidates``).
         :param scores: ``(P,)`` the candidates' scores.
         :param batch_size: Number of transitions to select.
-        :return: The batch, and the ESS fraction ``1 / (P * sum(q_i^2))`` of the selection (1: uniform).
+        :return: The batch, and ``(P,)`` each candidate's replay rate against uniform replay,
+            ``P * q_i`` (1 everywhere for a uniform selection; the selection's ESS fraction is
+            ``1 / mean(rate^2)``).
         """
         pool_size = len(candidates)
         n_uniform = round(batch_size * self.uniform_fraction)
@@ -635,14 +637,14 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             priorities = np.ones(pool_size)
         score_part = priorities / priorities.sum()
         uniform_share = n_uniform / batch_size
-        probabilities = uniform_share / pool_size + (1.0 - uniform_share) * score_part
+        rates = pool_size * (uniform_share / pool_size + (1.0 - uniform_share) * score_part)
         picks = np.concatenate(
             [
                 np.random.randint(0, pool_size, size=n_uniform),
                 np.random.choice(pool_size, size=batch_size - n_uniform, p=score_part),
             ]
         )
-        raw_weights = (pool_size * probabilities[picks]) ** -self.beta
+        raw_weights = rates[picks] ** -self.beta
         control = np.zeros(batch_size, dtype=bool)
         control[:n_uniform] = True
         batch = WeightedSamples(
@@ -652,7 +654,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             raw_weights=raw_weights,
             control=control,
         )
-        return batch, float(1.0 / (pool_size * np.sum(probabilities**2)))
+        return batch, rates
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
         """

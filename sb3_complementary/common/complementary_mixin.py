@@ -198,7 +198,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         #: ``num_timesteps`` of the last fit and re-score: the extractor's schedule, saved with the model.
         self.last_fit_step = 0
         self.last_refresh_step = 0
-        self._selection_ess: deque[float] = deque(maxlen=1000)
+        #: Replay rates ``P * q_i`` of the last 1,000 draw-time selections (with ``candidate_pool``).
+        self._selection_rates: deque[np.ndarray] = deque(maxlen=1000)
         self.task_balanced_labels = bool(task_balanced_labels)
         self._n_feedback = 0
         if _init_setup_model:
@@ -281,8 +282,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         candidates = buffer.uniform_indices(self.candidate_pool * batch_size)
         samples = buffer.get_samples_at(candidates, env=self._vec_normalize_env)
         scores = self.importance.candidate_scores(self, candidates, self._current_td_abs(samples))
-        batch, ess = buffer.select_from_candidates(candidates, samples, scores, batch_size)
-        self._selection_ess.append(ess)
+        batch, rates = buffer.select_from_candidates(candidates, samples, scores, batch_size)
+        self._selection_rates.append(rates)
         return batch
 
     def sampling_ess_fraction(self) -> float:
@@ -292,7 +293,9 @@ class ComplementaryMixin(WeightedReplayMixin):
         """
         if not self.candidate_pool:
             return super().sampling_ess_fraction()
-        return float(np.mean(self._selection_ess)) if self._selection_ess else 1.0
+        if not self._selection_rates:
+            return 1.0
+        return float(np.mean([1.0 / np.mean(rates**2) for rates in self._selection_rates]))
 
     def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
         self._record_weights(batch)
@@ -369,9 +372,15 @@ class ComplementaryMixin(WeightedReplayMixin):
         What the replay does now, as a query (nothing is written): the ESS fraction of the replay
         distribution (1 = uniform), the range of ``N * P(i)`` over the buffer (``weight_p5``,
         ``weight_p95``, ``weight_max``; 1 everywhere for uniform replay) and the classifier's
-        held-out ROC AUC (``roc_auc``, NaN for label signals and before the first fit).
+        held-out ROC AUC (``roc_auc``, NaN for label signals and before the first fit). With
+        draw-time selection (``candidate_pool``) the draws are decided in the pool, so the range is
+        that of the rates ``P * q_i`` over the candidates of the last 1,000 pools.
         """
-        weights = self.replay_buffer.replay_weights()
+        if self.candidate_pool:
+            rates = list(self._selection_rates)
+            weights = np.concatenate(rates) if rates else np.ones(0)
+        else:
+            weights = self.replay_buffer.replay_weights()
         p5, p95 = np.percentile(weights, WEIGHT_PERCENTILES) if weights.size else (1.0, 1.0)
         return {
             "ess_fraction": self.sampling_ess_fraction(),
@@ -416,7 +425,7 @@ class ComplementaryMixin(WeightedReplayMixin):
 
     def _excluded_save_params(self) -> list[str]:
         # The extractor travels as state dicts; the label store inside the signal (saved, not twice).
-        transient = ["extractor", "label_store", "_selection_ess"]
+        transient = ["extractor", "label_store", "_selection_rates"]
         return [*super()._excluded_save_params(), *transient]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
