@@ -377,8 +377,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         that of the rates ``P * q_i`` over the candidates of the last 1,000 pools.
         """
         if self.candidate_pool:
-            rates = list(self._selection_rates)
-            weights = np.concatenate(rates) if rates else np.ones(0)
+            weights = np.concatenate(self._selection_rates) if self._selection_rates else np.ones(0)
         else:
             weights = self.replay_buffer.replay_weights()
         p5, p95 = np.percentile(weights, WEIGHT_PERCENTILES) if weights.size else (1.0, 1.0)
