@@ -4,7 +4,8 @@ For each candidate, on the entries where every named contender has all its seeds
 
 1. **The extractor learns**: the held-out ROC AUC of its classifier (run files' ``roc_auc``), averaged
    over the eval points from a quarter of the budget on (after warm-up), per entry; the gate
-   wants at least 0.65 on at least two entries.
+   wants at least 0.65 on at least two entries. It does not apply to a candidate that learns
+   nothing (no ``roc_auc``: fresh |TD|, ReLo).
 2. **It changes the draws or the weights**: the ESS fraction of the replay distribution over the
    same eval points (``ess_fraction``); the gate wants at most 0.9 (the mean over the entries).
 3. **It beats the control**: IQM of the normalised AUC against the control's, with a
@@ -144,7 +145,11 @@ def main() -> None:
                 f"| {contender} | {env} | {spread(diagnostics['roc_auc'])} | {fmt(esses[-1])} | {weights} | "
                 f"{spread(score)} | {spread(late)} |"
             )
-        gates[contender] = {"auc_entries": sum(a >= AUC_GATE for a in aucs), "ess": float(np.mean(esses))}
+        gates[contender] = {
+            "auc_entries": sum(a >= AUC_GATE for a in aucs),
+            "classifier": any(np.isfinite(aucs)),
+            "ess": float(np.mean(esses)),
+        }
     scores = {c: data.score_matrix(c, auc) for c in contenders}
 
     lines += [
@@ -156,8 +161,9 @@ def main() -> None:
     for candidate in candidates:
         ratio, p_control, to_baselines = comparisons(scores, candidate, args.control, baselines, args.reps)
         g = gates[candidate]
+        gate_1 = f"{g['auc_entries']} of {len(data.envs)} ({'pass' if g['auc_entries'] >= 2 else 'fail'})"
         lines.append(
-            f"| {candidate} | {g['auc_entries']} of {len(data.envs)} ({'pass' if g['auc_entries'] >= 2 else 'fail'}) | "
+            f"| {candidate} | {gate_1 if g['classifier'] else 'n/a (nothing learned)'} | "
             f"{g['ess']:.3f} ({'pass' if g['ess'] <= ESS_GATE else 'fail'}) | "
             f"{ratio.fmt()} ({'pass' if ratio.point > 1 else 'fail'}) | {p_control} |"
             + "".join(f" {r} |" for r in to_baselines)
