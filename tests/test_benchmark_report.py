@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import zlib
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,13 @@ ENVS = {
     # name: (budget, r_random, r_ref)
     "CartPole-v1": (1000, 20.0, 500.0),
     "MountainCar-v0": (2000, -200.0, -100.849),
+}
+# Pages rendered by build_report(reps=50, command=...) and committed under tests/golden/: name ->
+# (seeds of make_runs, build_report's keyword arguments). "full" has every optional section (banners,
+# ablations, ESS, failed, unreadable and left-out runs); "plain" the other branches.
+GOLDEN_PAGES: dict[str, tuple[range, dict[str, Any]]] = {
+    "full": (range(3), {}),
+    "plain": (range(2), {"target": "complementary-td", "baselines": ("dqn",), "reference": "per", "full_seeds": 2}),
 }
 # Fraction of the way from random to reference reached at the end of training.
 SKILL = {"dqn": 0.7, "per": 0.75, "complementary": 0.9, "complementary-td": 0.6}
@@ -127,6 +135,28 @@ def test_report_writes_tables_and_pngs(tmp_path: Path) -> None:
     for name in expected:
         assert (out / name).stat().st_size > 1000
         assert f"]({name})" in text
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_PAGES))
+def test_page_matches_the_golden_page(tmp_path: Path, name: str) -> None:
+    """
+    The whole page, byte for byte: any change of wording, layout, number format or statistic fails.
+
+    After an intended change of the page, rewrite the golden files with
+    ``SB3C_REGENERATE_GOLDEN=1 pytest tests/test_benchmark_report.py -k golden`` and review their diff.
+    """
+    seeds, kwargs = GOLDEN_PAGES[name]
+    runs = tmp_path / "runs"
+    make_runs(runs, seeds)
+    if name == "full":
+        (runs / "per__CartPole-v1__s9.json").write_text('{"run_id": "per__Cart')  # half-written
+    command = f"python -m sb3_complementary.benchmark.report --runs runs --out site --reps 50 ({name})"
+    text = build_report(runs, tmp_path / "site", reps=50, command=command, **kwargs).read_text()
+    golden = Path(__file__).parent / "golden" / f"report_{name}.md"
+    if os.environ.get("SB3C_REGENERATE_GOLDEN"):
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(text)
+    assert text == golden.read_text(), f"the page differs from {golden}"
 
 
 def test_first_look_banner_follows_the_planned_seeds(tmp_path: Path) -> None:
