@@ -12,7 +12,8 @@ The harness is split into one concept per module:
 - :mod:`.normalize`: reference scores and random-policy scores for normalisation;
 - :mod:`.metrics`: AUC and final score of a normalised learning curve;
 - :mod:`.runner`: the command line that runs the pending runs (local processes or Ray);
-- :mod:`.report`: the statistics (rliable) and the ``README.md`` + PNGs.
+- :mod:`.report`: the statistics (rliable) and the ``README.md`` + PNGs (a package: collecting the
+  runs, statistics, plots, the page, the command line).
 
 Nothing here imports the contenders themselves: they are imported lazily, inside the
 process that executes a run of that contender.

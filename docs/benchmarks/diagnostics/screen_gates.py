@@ -29,7 +29,7 @@ import numpy as np
 from rliable import metrics as rly_metrics
 
 from sb3_complementary.benchmark.metrics import auc, mean_pm_std
-from sb3_complementary.benchmark.report import ReportData, _interval, _iqm_ratios, collect, interval_estimates
+from sb3_complementary.benchmark.report import ReportData, collect, interval_estimates, iqm_ratios, to_interval
 
 AUC_GATE, ESS_GATE = 0.65, 0.9
 #: The protocol's two suites, as the screen's entries are named.
@@ -78,12 +78,12 @@ def comparisons(
     scores: dict[str, np.ndarray], candidate: str, control: str, baselines: list[str], reps: int
 ) -> tuple[Any, str, list[str]]:
     """IQM AUC ratio to the control, P(candidate > control), and the IQM AUC ratios to the baselines."""
-    ratio = _iqm_ratios(scores, [candidate], control, reps, 0)[candidate]
-    to_baselines = [_iqm_ratios(scores, [candidate], b, reps, 0)[candidate].fmt() for b in baselines]
+    ratio = iqm_ratios(scores, [candidate], control, reps, 0)[candidate]
+    to_baselines = [iqm_ratios(scores, [candidate], b, reps, 0)[candidate].fmt() for b in baselines]
     points, cis = interval_estimates(
         {"p": (scores[candidate], scores[control])}, rly_metrics.probability_of_improvement, reps=reps, seed=0
     )
-    return ratio, _interval(points["p"], cis["p"]).fmt(), to_baselines
+    return ratio, to_interval(points["p"], cis["p"]).fmt(), to_baselines
 
 
 def parse_suites(text: str) -> dict[str, list[str]]:

@@ -27,7 +27,7 @@ import numpy as np
 from rliable import metrics as rly_metrics
 
 from sb3_complementary.benchmark.metrics import mean_pm_std
-from sb3_complementary.benchmark.report import _interval, _iqm_ratios, _ratio, interval_estimates
+from sb3_complementary.benchmark.report import interval_estimates, iqm_ratios, summarize_ratios, to_interval
 
 
 def load(runs: Path) -> dict[str, dict[str, dict[int, dict]]]:
@@ -55,7 +55,7 @@ def main() -> None:
         names = [args.baseline, *sorted(c for c in contenders if c != args.baseline)]
         rates = {c: np.array([contenders[c][s]["curve"]["success_rate"] for s in seeds]) for c in names}
         aucs = {c: rates[c].mean(axis=1, keepdims=True) for c in names}  # (seeds, 1 task)
-        ratios = _iqm_ratios(aucs, names[1:], args.baseline, args.reps, 0)
+        ratios = iqm_ratios(aucs, names[1:], args.baseline, args.reps, 0)
         lines += [
             f"### {entry} (seeds {', '.join(map(str, seeds))})",
             "",
@@ -71,7 +71,7 @@ def main() -> None:
             points, cis = interval_estimates(
                 {"p": (aucs[c], aucs[args.baseline])}, rly_metrics.probability_of_improvement, reps=args.reps, seed=0
             )
-            cpu = _ratio(
+            cpu = summarize_ratios(
                 [
                     contenders[c][s]["timing"]["train_cpu_seconds"]
                     / contenders[args.baseline][s]["timing"]["train_cpu_seconds"]
@@ -80,7 +80,7 @@ def main() -> None:
             )
             lines.append(
                 f"| {c} | {mean_pm_std(aucs[c][:, 0], 3)} | {mean_pm_std(final, 3)} | {ratios[c].fmt()} "
-                f"| {_interval(points['p'], cis['p']).fmt()} | {cpu.fmt()} |"
+                f"| {to_interval(points['p'], cis['p']).fmt()} | {cpu.fmt()} |"
             )
         lines.append("")
     text = "\n".join(lines)

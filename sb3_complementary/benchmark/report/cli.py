@@ -1,0 +1,111 @@
+"""
+The command line of the report, and :func:`build_report`, which runs its steps: collect the run
+files, compute the statistics, draw the figures, write the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sb3_complementary.benchmark.report.collect import collect
+from sb3_complementary.benchmark.report.plots import draw_figures
+from sb3_complementary.benchmark.report.render import FULL_SEEDS, render_page
+from sb3_complementary.benchmark.report.statistics import compute_statistics
+
+#: How the page tells its reader to regenerate it.
+PROG = "python -m sb3_complementary.benchmark.report"
+
+
+def build_report(
+    runs_dir: str | Path,
+    out_dir: str | Path,
+    reps: int = 2000,
+    seed: int = 0,
+    target: str = "complementary",
+    baselines: Sequence[str] = ("dqn", "per"),
+    reference: str = "dqn",
+    command: str | None = None,
+    full_seeds: int = FULL_SEEDS,
+) -> Path:
+    """
+    Write ``README.md`` and the PNGs.
+
+    :param runs_dir: Folder of the run files.
+    :param out_dir: Folder of the page and figures.
+    :param reps: Bootstrap replications.
+    :param seed: Bootstrap seed.
+    :param target: Contender tested for improvement.
+    :param baselines: Contenders it is compared with.
+    :param reference: Contender of the ratios (IQM and wall clock).
+    :param command: Command line printed at the top of the page (default: rebuilt from the arguments).
+    :param full_seeds: Complete seeds the study plans per contender (10 in docs/benchmarks/protocol.md;
+        issue #4's SAC study: 5).
+    :return: Path of ``README.md``.
+    :raises BudgetMismatchError: if runs of an environment have different budgets.
+    """
+    runs_dir = Path(runs_dir)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = collect(runs_dir)
+    stats = compute_statistics(data, reps=reps, seed=seed, target=target, baselines=baselines, reference=reference)
+    figures = draw_figures(data, stats, out_dir, reps, seed)
+    if command is None:
+        command = f"{PROG} --runs {shlex.quote(str(runs_dir))} --out {shlex.quote(str(out_dir))}"
+        if reps != 2000:
+            command += f" --reps {reps}"
+        if full_seeds != FULL_SEEDS:
+            command += f" --full-seeds {full_seeds}"
+    page = render_page(data, stats, figures, out_dir, command, reps, target, baselines, reference, full_seeds)
+    readme = out_dir / "README.md"
+    readme.write_text(page)
+    return readme
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    Entry point of ``python -m sb3_complementary.benchmark.report``.
+
+    :param argv: Arguments (default: ``sys.argv[1:]``); they are quoted back at the top of the page.
+    :return: 0 on success, 2 on bad input (no runs, mismatched budgets, unreadable files).
+    """
+    parser = argparse.ArgumentParser(prog=PROG, description="Statistics and plots of the benchmark runs.")
+    parser.add_argument("--runs", type=Path, default=Path("docs/benchmarks/runs"), help="folder of run files")
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"), help="folder of README.md and PNGs")
+    parser.add_argument("--reps", type=int, default=2000, help="bootstrap replications (default 2000)")
+    parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap")
+    parser.add_argument("--target", default="complementary", help="contender tested for improvement")
+    parser.add_argument("--baselines", default="dqn,per", help="contenders it is compared with")
+    parser.add_argument("--reference", default="dqn", help="contender of the IQM and wall-clock ratios")
+    parser.add_argument(
+        "--full-seeds",
+        type=int,
+        default=FULL_SEEDS,
+        help=f"seeds per contender the study plans (default {FULL_SEEDS}); fewer is labelled a first look",
+    )
+    args = parser.parse_args(argv)
+    command = " ".join([PROG] + [shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)])
+    if "--runs" not in command:
+        command += f" --runs {shlex.quote(str(args.runs))}"
+    if "--out" not in command:
+        command += f" --out {shlex.quote(str(args.out))}"
+    try:
+        readme = build_report(
+            args.runs,
+            args.out,
+            reps=args.reps,
+            seed=args.bootstrap_seed,
+            target=args.target,
+            baselines=[b for b in args.baselines.split(",") if b],
+            reference=args.reference,
+            command=command,
+            full_seeds=args.full_seeds,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {readme}")
+    return 0
