@@ -4,6 +4,7 @@ Performance figures for issue #2, measured side by side in one process on one ma
     python benchmarks/perf.py --out docs/performance.json            # everything
     python benchmarks/perf.py --only train --repeats 5 --steps 50000  # one part
     python benchmarks/perf.py --only her --steps 10000 --out docs/performance-her.json
+    python benchmarks/perf.py --only pool --out docs/performance-pool.json    # the candidate pool's cost
     python benchmarks/perf.py --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
         --out docs/performance-density.json                           # a candidate's training cost
 
@@ -13,6 +14,10 @@ Parts:
   what we quote (these machines are shared and noisy, absolute times are not).
 - ``her``: CPU time of PrioritizedDQN and ComplementaryDQN with HER against DQN with SB3's HER on
   BitFlippingEnv(n_bits=15), the packaged ``BitFlipping-15-v0`` entry's settings, interleaved repeats.
+- ``pool``: where draw-time selection spends its time: ComplementaryDQN with a candidate pool
+  (``--complementary-kwargs``, ``candidate_pool`` 4 if not given) trained 5k steps
+  on CartPole-v1, then each piece of one draw (gather, |TD| measurement, selection) and a training
+  step's own forward, timed on the live model against a uniform batch, in process CPU time.
 - ``replay``: batch-256 ``sample_weighted`` + ``update_scores`` on a 1M-transition buffer, against
   SB3's uniform ``ReplayBuffer.sample`` on the same data; also cpprb's C++ prioritized buffer
   (the library we could have used for the sum tree) when it is installed.
@@ -98,6 +103,53 @@ def bench_train(steps: int, repeats: int, seed: int, complementary_kwargs: dict[
         ),
     }
     return {**interleaved(builders, steps, repeats, baseline="DQN"), "complementary_kwargs": complementary_kwargs}
+
+
+def bench_pool(
+    complementary_kwargs: dict[str, Any], repeats: int, seed: int, warmup_steps: int = 5_000, calls: int = 300
+) -> dict[str, Any]:
+    """
+    Process CPU milliseconds per call of each piece of a draw-time selection, on a live model.
+
+    :param complementary_kwargs: ComplementaryDQN knobs (``candidate_pool`` defaults to 4).
+    :param repeats: Timings per piece; the median is quoted.
+    :param warmup_steps: Steps learned first, so that the buffer holds data and a density
+        classifier has been fitted (it waits for twice its fast memory).
+    :param calls: Calls per timing.
+    """
+    kwargs = {"candidate_pool": 4, **complementary_kwargs}
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=seed, **ZOO_CARTPOLE, **kwargs)
+    model.learn(warmup_steps)
+    buffer, batch_size = model.replay_buffer, model.batch_size
+    pool = buffer.uniform_indices(model.candidate_pool * batch_size)
+    pool_samples = buffer.get_samples_at(pool)
+    batch_samples = buffer.get_samples_at(pool[:batch_size])
+    td_abs = model._current_td_abs(pool_samples)
+    scores = model.importance.candidate_scores(model, pool, td_abs)
+    pieces: dict[str, Callable[[], Any]] = {
+        "gather the pool": lambda: buffer.get_samples_at(pool),
+        "measure the pool's |TD|": lambda: model._current_td_abs(pool_samples),
+        "select from the pool": lambda: buffer.select_from_candidates(pool, pool_samples, scores, batch_size),
+        "the whole draw": lambda: model._draw_batch(batch_size),
+        "a uniform batch (SB3 sample)": lambda: buffer.sample(batch_size),
+        "a training step's forward of its batch": lambda: model._q_values_and_penultimate(batch_samples.observations),
+    }
+
+    def per_call_ms(fn: Callable[[], Any]) -> float:
+        fn()
+        start = time.process_time()
+        for _ in range(calls):
+            fn()
+        return (time.process_time() - start) / calls * 1e3
+
+    milliseconds = {name: [per_call_ms(fn) for _ in range(repeats)] for name, fn in pieces.items()}
+    return {
+        "complementary_kwargs": kwargs,
+        "pool_rows": len(pool),
+        "batch_size": batch_size,
+        "cpu_ms_per_call": {name: statistics.median(values) for name, values in milliseconds.items()},
+        "cpu_ms_per_call_all": milliseconds,
+    }
 
 
 def bench_her(steps: int, repeats: int, seed: int) -> dict[str, Any]:
@@ -270,7 +322,9 @@ def bench_migrate(capacity: int, loop_rows: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["train", "her", "replay", "rescore", "memory", "migrate"], action="append")
+    parser.add_argument(
+        "--only", choices=["train", "her", "pool", "replay", "rescore", "memory", "migrate"], action="append"
+    )
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--capacity", type=int, default=1_000_000)
@@ -289,6 +343,8 @@ def main() -> None:
         print(f"[{part}]", flush=True)
         if part == "train":
             results[part] = bench_train(args.steps, args.repeats, args.seed, args.complementary_kwargs)
+        elif part == "pool":
+            results[part] = bench_pool(args.complementary_kwargs, args.repeats, args.seed)
         elif part == "her":
             results[part] = bench_her(args.steps, args.repeats, args.seed)
         elif part == "replay":
