@@ -1,20 +1,30 @@
 """
-Quickstart: train ComplementaryDQN and SB3's DQN on CartPole-v1, then print both evaluations.
+Quickstart: train ComplementaryDQN and SB3's DQN on CartPole-v1, then print both evaluations and
+save their learning curves.
 
     python examples/quickstart.py               # 50k steps each, rl-zoo3's tuned DQN hyperparameters
     python examples/quickstart.py --steps 20000
 
-Both agents get the same seed and the same hyperparameters; only the replay differs.
+Both agents get the same seed and the same hyperparameters; only the replay differs. Training
+shows SB3's progress bar; the learning curves (training-episode returns, from each agent's Monitor
+file, through SB3's ``results_plotter``) are saved as ``<out>/learning_curves.png``.
 """
 
 import argparse
 import time
+from pathlib import Path
 
 import gymnasium as gym
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
 import torch as th
 from stable_baselines3 import DQN
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.results_plotter import load_results, ts2xy
 
 from sb3_complementary import ComplementaryDQN
 
@@ -34,19 +44,45 @@ ZOO_CARTPOLE = dict(
 )
 
 
+def plot_learning_curves(log_dirs: dict[str, Path], path: Path, window: int = 20) -> Path:
+    """Each agent's training-episode returns against env steps, as a rolling mean over ``window`` episodes."""
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for name, log_dir in log_dirs.items():
+        steps, returns = ts2xy(load_results(str(log_dir)), "timesteps")
+        width = min(window, len(returns))
+        smoothed = np.convolve(returns, np.ones(width) / width, mode="valid")
+        axis.plot(steps[width - 1 :], smoothed, label=name)
+    axis.set_xlabel("environment steps")
+    axis.set_ylabel(f"training episode return (mean of {window})")
+    axis.set_title("CartPole-v1")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-episodes", type=int, default=20)
+    parser.add_argument(
+        "--out", type=Path, default=Path("quickstart-output"), help="folder of the Monitor files and the PNG"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     args = parser.parse_args()
     th.set_num_threads(1)
 
-    rows = []
+    rows, log_dirs = [], {}
     for algo in (DQN, ComplementaryDQN):
-        model = algo("MlpPolicy", "CartPole-v1", seed=args.seed, **ZOO_CARTPOLE)
+        log_dirs[algo.__name__] = log_dir = args.out / algo.__name__
+        log_dir.mkdir(parents=True, exist_ok=True)
+        env = Monitor(gym.make("CartPole-v1"), str(log_dir / "train"))
+        model = algo("MlpPolicy", env, seed=args.seed, **ZOO_CARTPOLE)
+        print(f"training {algo.__name__} for {args.steps} steps", flush=True)
         start = time.perf_counter()
-        model.learn(args.steps, progress_bar=False)
+        model.learn(args.steps, progress_bar=not args.no_progress)
         seconds = time.perf_counter() - start
         eval_env = Monitor(gym.make("CartPole-v1"))
         eval_env.reset(seed=10_000 + args.seed)
@@ -59,6 +95,7 @@ def main() -> None:
     for name, mean, std, seconds in rows:
         print(f"{name:>18} | {mean:11.1f} | {std:6.1f} | {seconds:7.0f}")
     print("One seed is an anecdote; the multi-seed study is in docs/benchmarks/.")
+    print(f"Learning curves: {plot_learning_curves(log_dirs, args.out / 'learning_curves.png')}")
 
 
 if __name__ == "__main__":
