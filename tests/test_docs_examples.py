@@ -18,6 +18,7 @@ The docs site's code, as a user would copy it (docs/*.md: Sphinx + MyST, see doc
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import re
 import shlex
 from dataclasses import dataclass
@@ -198,3 +199,26 @@ def test_shell_examples_name_what_exists(page: str) -> None:
         for problem in problems_of(command)
     ]
     assert not found, "\n".join(found)
+
+
+def logged_metrics() -> set[str]:
+    """Every ``complementary/...`` key the package logs, with ``{k}`` for a per-task or per-quartile index."""
+    from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+
+    keys: set[str] = set()
+    for source in (ROOT / "sb3_complementary").rglob("*.py"):
+        for key in re.findall(r"logger\.record\(\s*f?\"complementary/([^\"]+)\"", source.read_text()):
+            if key == "{name}":  # refresh_scores logs replay_diagnostics() item by item
+                keys |= set(re.findall(r"\"(\w+)\":", inspect.getsource(ComplementaryMixin.replay_diagnostics)))
+            else:
+                keys.add(re.sub(r"\{[^}]*\}", "{k}", key))
+    return keys
+
+
+def test_the_tensorboard_page_explains_every_logged_metric():
+    logged = logged_metrics()
+    assert {"ess_fraction", "roc_auc", "extractor_loss", "score_age_q{k}", "task_{k}_sample_share"} <= logged
+    page = (DOCS / "tensorboard.md").read_text()
+    documented = {key.replace("{k}", "1") if key.startswith("score_age") else key for key in logged}
+    missing = sorted(key for key in documented if f"complementary/{key}" not in page and f"`{key}`" not in page)
+    assert not missing, f"docs/tensorboard.md does not explain: {missing}"
