@@ -2,7 +2,7 @@
 The docs site's code, as a user would copy it (docs/*.md: Sphinx + MyST, see docs/conf.py).
 
 - Every ```python block of a page runs, in page order and in one namespace per page (later blocks
-  use what earlier ones built, as a reader's session would), in a fresh folder. Training budgets
+  use what earlier ones built, as a reader pasting them in turn would), in a fresh folder. Training budgets
   are capped so that the page runs in seconds: every off-policy ``learn()`` stops after
   ``learning_starts`` + 300 env steps, and at least 1,000 (past the extractor's first fit and
   re-score at the default ``extractor_train_freq``/``refresh_interval``).
