@@ -49,7 +49,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         ``"outcome"`` (did training-episode returns improve after it was replayed);
         ``"density_ratio"`` (a classifier of the fast memory against the whole buffer: how much a
         transition looks like what the agent does now; see ``docs/design.md``); or ``"fresh_td"``
-        (no extractor: with ``candidate_pool``, the candidates' |TD| measured at draw time, floored
+        (no extractor: with ``candidate_pool``, the candidates' ``|TD|`` measured at draw time, floored
         at ``score_floor`` and never undone by IS weights, as LaBER with LAP's floor). ``"td"`` is
         the default because the benchmark study measured it level with ``"influence"`` at a lower
         cost (no probe pass per step; docs/benchmarks/history.md, attempt 5).
@@ -82,7 +82,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         (``select_from_candidates`` of the buffer). The stored ``|TD|`` goes stale within one
         replay cycle, the fresh one is the feature that predicts the influence label
         (docs/benchmarks/history.md, attempt 2 diagnosed); the price is the extra forward pass.
-        With ``"density_ratio"`` a candidate's score is its ratio weight times its fresh |TD|.
+        With ``"density_ratio"`` a candidate's score is its ratio weight times its fresh ``|TD|``.
     :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest
         transitions (indices into the buffer, never a copy), >= 1 and at most the buffer size.
     :param ratio_temperature: ``"density_ratio"``: the ratio enters as ``ratio ** (1 / T)``, > 0.
