@@ -1,5 +1,5 @@
 """
-The docs site's code, as a user would copy it (docs/*.md: Sphinx + MyST, see docs/conf.py).
+The docs site's code, as a user would copy it (docs/*.md: Sphinx + MyST, see docs/conf.py), and the README's.
 
 - Every ```python block of a page runs, in page order and in one namespace per page (later blocks
   use what earlier ones built, as a reader pasting them in turn would), in a fresh folder. Training budgets
@@ -54,11 +54,13 @@ class Block:
 
 
 def site_pages() -> list[Path]:
-    return sorted(
+    """The site's pages, and the README (the front door a user copies the quickstart from)."""
+    pages = sorted(
         path
         for path in DOCS.rglob("*.md")
         if not any(part in NOT_PAGES or part.startswith("runs-") for part in path.relative_to(DOCS).parts)
     )
+    return [*pages, ROOT / "README.md"]
 
 
 def blocks(path: Path) -> list[Block]:
@@ -67,7 +69,7 @@ def blocks(path: Path) -> list[Block]:
     for match in FENCE.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        page = path.relative_to(DOCS).as_posix()
+        page = path.relative_to(ROOT).as_posix()
         found.append(Block(page, match["lang"], match["code"], line, SKIP.search(before)))
     return found
 
@@ -79,11 +81,10 @@ SHELL_PAGES = sorted({b.page for b in ALL_BLOCKS if b.lang in ("bash", "sh", "co
 
 def test_the_examples_are_found():
     """Guard for the extraction: a change to the fences or the page list must not silently test nothing."""
-    assert {"quickstart.md", "algorithms/dqn.md", "replay_buffers.md", "tensorboard.md", "multitask.md"} <= set(
-        PYTHON_PAGES
-    )
+    pages = {"quickstart.md", "algorithms/dqn.md", "replay_buffers.md", "tensorboard.md", "multitask.md"}
+    assert {f"docs/{page}" for page in pages} | {"README.md"} <= set(PYTHON_PAGES)
     assert sum(b.lang == "python" for b in ALL_BLOCKS) >= 15
-    assert "zoo.md" in SHELL_PAGES
+    assert {"docs/zoo.md", "README.md"} <= set(SHELL_PAGES)
 
 
 @pytest.fixture
@@ -113,7 +114,7 @@ def test_python_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monk
         for block in (b for b in ALL_BLOCKS if b.page == page and b.lang == "python"):
             if block.skip:
                 continue
-            exec(compile(block.code, f"docs/{page}:{block.line}", "exec"), namespace)
+            exec(compile(block.code, f"{page}:{block.line}", "exec"), namespace)
             ran += 1
     finally:
         th.set_num_threads(threads)
@@ -126,8 +127,8 @@ def test_skipped_blocks_name_a_test_that_exists():
     skipped = [b for b in ALL_BLOCKS if b.skip]
     for block in skipped:
         source = ROOT / block.skip["file"]
-        assert source.is_file(), f"docs/{block.page}:{block.line} names a missing file {source}"
-        assert f"def {block.skip['test']}(" in source.read_text(), f"docs/{block.page}:{block.line}: no such test"
+        assert source.is_file(), f"{block.page}:{block.line} names a missing file {source}"
+        assert f"def {block.skip['test']}(" in source.read_text(), f"{block.page}:{block.line}: no such test"
 
 
 @pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if b.lang == "yaml"], ids=lambda b: f"{b.page}:{b.line}")
@@ -192,7 +193,7 @@ def test_shell_check_catches_stale_commands():
 @pytest.mark.parametrize("page", SHELL_PAGES)
 def test_shell_examples_name_what_exists(page: str) -> None:
     found = [
-        f"docs/{page}:{block.line}: {' '.join(command)}: {problem}"
+        f"{page}:{block.line}: {' '.join(command)}: {problem}"
         for block in ALL_BLOCKS
         if block.page == page and block.lang in ("bash", "sh", "console")
         for command in shell_commands(block.code)
