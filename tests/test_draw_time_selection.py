@@ -1,4 +1,4 @@
-"""Draw-time selection (``candidate_pool``): the pool pick, its IS weights, fresh features, the DQN hook."""
+"""Draw-time selection (``candidate_pool``): the pool pick, its IS weights, fresh features, every algorithm's hook."""
 
 import numpy as np
 import pytest
@@ -10,10 +10,10 @@ from sb3_complementary import (
     ComplementaryDictReplayBuffer,
     ComplementaryDQN,
     ComplementaryReplayBuffer,
-    ComplementarySAC,
 )
 from sb3_complementary.common.buffers import take_rows
 from sb3_complementary.common.features import SCALAR_FEATURES
+from tests.algorithms import SPECS, STEPS, build, fixed_batch
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
 
 OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
@@ -170,9 +170,75 @@ def test_candidate_pool_rejects_bad_values(bad):
         ComplementaryDQN("MlpPolicy", "CartPole-v1", candidate_pool=bad, **TINY_DQN)
 
 
-def test_candidate_pool_on_an_algorithm_without_the_hook_names_it():
-    with pytest.raises(ValueError, match="ComplementarySAC cannot measure"):
-        ComplementarySAC("MlpPolicy", "Pendulum-v1", candidate_pool=2, learning_starts=10, buffer_size=100)
+COMPLEMENTARY = [name for name, spec in SPECS.items() if spec.complementary]
+#: CrossQ's train step takes its |TD| from a joint batch-norm pass in training mode; the hook reads the
+#: running statistics (eval mode), so the two agree in expectation only.
+EXACT = [name for name in COMPLEMENTARY if name != "ComplementaryCrossQ"]
+
+
+def _state(model) -> tuple[th.Tensor, list[tuple[str, bool]], dict[str, th.Tensor]]:
+    """Everything a side-effect-free measurement must leave as it was: parameters, buffers, modes, RNG."""
+    tensors = {f"{k}": v.detach().clone() for k, v in model.policy.state_dict().items()}
+    modes = [(name, module.training) for name, module in model.policy.named_modules()]
+    return th.random.get_rng_state(), modes, tensors
+
+
+def _assert_same_state(before, after) -> None:
+    assert th.equal(before[0], after[0]), "the measurement moved torch's RNG stream"
+    assert before[1] == after[1], "the measurement left a module in another train/eval mode"
+    for key, value in before[2].items():
+        assert th.equal(value, after[2][key]), f"the measurement changed {key}"
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
+    """At the same parameters and the same target draws, the hook's |TD| is the train step's, for every algorithm."""
+    model = build(name, candidate_pool=2, learning_starts=50)
+    model.learn(60)
+    n = model.batch_size
+    data = model.replay_buffer.get_samples_at(np.arange(n))
+    before = _state(model)
+    model._current_td_abs(data)
+    _assert_same_state(before, _state(model))
+    # The train step draws more than the target (SAC's actor loss, TD3's delay): pin the target's draws.
+    original_target = model._td_target
+
+    def seeded_target(data, *args, **kwargs):
+        with th.random.fork_rng():
+            th.manual_seed(123)
+            return original_target(data, *args, **kwargs)
+
+    monkeypatch.setattr(model, "_td_target", seeded_target)
+    monkeypatch.setattr(model.replay_buffer, "sample_weighted", fixed_batch(model, np.ones(n)))
+    monkeypatch.setattr(model, "_draw_batch", lambda batch_size: model.replay_buffer.sample_weighted(batch_size))
+    measured = model._current_td_abs(model.replay_buffer.sample_weighted(n).samples)
+    fed_back = []
+    monkeypatch.setattr(model, "_replay_feedback", lambda batch, td_abs, influence: fed_back.append(td_abs))
+    model.train(gradient_steps=1, batch_size=n)
+    assert measured.shape == (n,)
+    np.testing.assert_allclose(measured, fed_back[0], rtol=1e-5, atol=1e-6)
+
+
+def test_crossq_current_td_abs_has_no_side_effects():
+    model = build("ComplementaryCrossQ", candidate_pool=2, learning_starts=50)
+    model.learn(60)
+    data = model.replay_buffer.get_samples_at(np.arange(16))
+    before = _state(model)
+    td_abs = model._current_td_abs(data)
+    _assert_same_state(before, _state(model))
+    assert td_abs.shape == (16,) and np.all(np.isfinite(td_abs)) and np.all(td_abs >= 0)
+
+
+@pytest.mark.parametrize("contribution", ["fresh_td", "density_ratio"])
+@pytest.mark.parametrize("name", COMPLEMENTARY)
+def test_every_algorithm_selects_from_a_pool(name, contribution):
+    kwargs = {"score_floor": 1.0, "alpha": 0.4} if contribution == "fresh_td" else {"fast_memory": 40}
+    model = build(name, candidate_pool=2, contribution=contribution, **kwargs)
+    model.learn(STEPS)
+    assert len(model._selection_rates) > 0
+    diagnostics = model.replay_diagnostics()
+    assert 0.0 < diagnostics["ess_fraction"] <= 1.0
+    assert diagnostics["weight_p5"] <= 1.0 <= diagnostics["weight_max"]
 
 
 def test_all_zero_priorities_select_uniformly():

@@ -77,7 +77,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         (docs/benchmarks/history.md, attempt 2), so every step is labelled by default.
     :param candidate_pool: 0: replay samples from the sum tree by the scores of the last
         buffer-wide re-score. ``k >= 1``: draw-time selection instead: every gradient step draws
-        ``k * batch_size`` uniform candidates, measures their ``|TD|`` now (one forward pass),
+        ``k * batch_size`` uniform candidates, measures their ``|TD|`` now (forward passes of the
+        value network and of the algorithm's own TD target, side-effect free),
         scores them on these fresh features and picks the batch from them by score
         (``select_from_candidates`` of the buffer). The stored ``|TD|`` goes stale within one
         replay cycle, the fresh one is the feature that predicts the influence label
@@ -169,11 +170,6 @@ class ComplementaryMixin(WeightedReplayMixin):
         check_range("candidate_pool", candidate_pool, low=0)
         if int(candidate_pool) != candidate_pool:
             raise ValueError(f"candidate_pool must be a whole number of batches (0 = off), got {candidate_pool!r}")
-        if candidate_pool and type(self)._current_td_abs is WeightedReplayMixin._current_td_abs:
-            raise ValueError(
-                f"candidate_pool={candidate_pool}: {type(self).__name__} cannot measure |TD| at draw time yet; "
-                "use candidate_pool=0"
-            )
         if not isinstance(task_balanced_labels, (bool, np.bool_)):
             raise ValueError(f"task_balanced_labels must be a bool (True or False), got {task_balanced_labels!r}")
         self.contribution = contribution

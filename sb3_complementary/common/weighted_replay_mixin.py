@@ -201,9 +201,26 @@ class WeightedReplayMixin(_Base):
     def _current_td_abs(self, data: Samples) -> np.ndarray:
         """
         ``(n,)`` each sample's ``|TD|`` at the current parameters, the same quantity ``train()``
-        feeds back, measured without side effects (for draw-time selection).
+        feeds back, measured without side effects (for draw-time selection): no graph, eval mode,
+        torch's RNG stream untouched. A target that draws (SAC's next actions, TD3's smoothing
+        noise) draws on a fork of the stream, so the measurement equals the train step's only
+        under the same RNG state.
+        """
+        with side_effect_free(self.policy, self.device):
+            target = self._td_target(data)
+            return self._td_abs(self._current_values(data), target).cpu().numpy().reshape(-1)
+
+    def _current_values(self, data: Samples) -> th.Tensor:
+        """
+        The estimate the TD error is taken of, for a batch: ``(B, 1)`` the first critic's (or the
+        Q-network's) value of the stored action, or ``(B, K)`` its quantiles for a quantile critic.
         """
         raise NotImplementedError
+
+    @staticmethod
+    def _td_abs(current: th.Tensor, target: th.Tensor) -> th.Tensor:
+        """``|TD|`` of a batch from :meth:`_current_values` and :meth:`_td_target` (quantile critics override)."""
+        return (current - target).abs()
 
     def _reducible_loss(self, data: Samples) -> np.ndarray:
         """

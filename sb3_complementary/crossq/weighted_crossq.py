@@ -40,6 +40,15 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
             return data.rewards + (1 - data.dones) * discounts * next_q_values
 
+    def _current_values(self, data: Samples) -> th.Tensor:
+        """
+        ``(B, 1)`` the first critic's value of the stored action. Measured without side effects,
+        the critic is in eval mode and reads its batch-norm running statistics (as the actor loss
+        does), where the train step reads the joint batch's: the two |TD| agree in expectation,
+        not bit for bit.
+        """
+        return self.critic(data.observations, data.actions)[0]
+
     @staticmethod
     def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
         """``(B, 1)`` gradient of ``0.5 Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``Q_1 - y``."""

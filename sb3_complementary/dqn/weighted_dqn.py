@@ -28,10 +28,9 @@ class WeightedDQN(WeightedReplayMixin, DQN):
             next_q_values, _ = self.q_net_target(data.next_observations).max(dim=1)
             return data.rewards + (1 - data.dones) * discounts * next_q_values.reshape(-1, 1)
 
-    def _current_td_abs(self, data: Samples) -> np.ndarray:
-        with side_effect_free(self.policy, self.device):
-            current_q_values = th.gather(self.q_net(data.observations), dim=1, index=data.actions.long())
-            return (current_q_values - self._td_target(data)).abs().cpu().numpy().reshape(-1)
+    def _current_values(self, data: Samples) -> th.Tensor:
+        """``(B, 1)`` Q-value of the stored action."""
+        return th.gather(self.q_net(data.observations), dim=1, index=data.actions.long())
 
     def _reducible_loss(self, data: Samples) -> np.ndarray:
         """

@@ -31,6 +31,15 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
             next_quantiles = next_quantiles.gather(dim=2, index=next_greedy_actions).squeeze(dim=2)
             return data.rewards + (1 - data.dones) * discounts * next_quantiles
 
+    def _current_values(self, data: Samples) -> th.Tensor:
+        """``(B, N)`` quantiles of the stored action."""
+        actions = data.actions[..., None].long().expand(len(data.actions), self.n_quantiles, 1)
+        return th.gather(self.quantile_net(data.observations), dim=2, index=actions).squeeze(dim=2)
+
+    @staticmethod
+    def _td_abs(current: th.Tensor, target: th.Tensor) -> th.Tensor:
+        return quantile_td_abs(current, target)
+
     def _quantile_output_grad(
         self, all_quantiles: th.Tensor, action_index: th.Tensor, current_quantiles: th.Tensor, target: th.Tensor
     ) -> th.Tensor:

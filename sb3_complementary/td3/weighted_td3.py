@@ -33,6 +33,10 @@ class WeightedTD3(WeightedReplayMixin, TD3):
             next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
             return data.rewards + (1 - data.dones) * discounts * next_q_values
 
+    def _current_values(self, data: Samples) -> th.Tensor:
+        """``(B, 1)`` the first critic's value of the stored action."""
+        return self.critic(data.observations, data.actions)[0]
+
     @staticmethod
     def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
         """``(B, 1)`` gradient of ``Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``2 (Q_1 - y)``."""

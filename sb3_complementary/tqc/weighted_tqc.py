@@ -41,6 +41,14 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
             target_quantiles.unsqueeze_(dim=1)
             return target_quantiles
 
+    def _current_values(self, data: Samples) -> th.Tensor:
+        """``(B, K)`` the first critic's quantiles of the stored action."""
+        return self.critic(data.observations, data.actions)[:, 0]
+
+    @staticmethod
+    def _td_abs(current: th.Tensor, target: th.Tensor) -> th.Tensor:
+        return quantile_td_abs(current, target.squeeze(1))
+
     def _critic_output_grad(self, first_quantiles: th.Tensor, target_quantiles: th.Tensor) -> th.Tensor:
         """
         ``(B, K)`` gradient of each sample's own critic loss w.r.t. the first critic's quantile head.
