@@ -110,13 +110,7 @@ def interval_estimates(
     """
     from rliable import library
 
-    points: dict[str, np.ndarray] = {}
-    intervals: dict[str, np.ndarray] = {}
-    for key, scores in score_dict.items():
-        with _seeded_global_rng(seed):
-            point, ci = library.get_interval_estimates({key: scores}, func, reps=reps)
-        points[key], intervals[key] = point[key], ci[key]
-    return points, intervals
+    return _seeded_per_key(score_dict, lambda one: library.get_interval_estimates(one, func, reps=reps), seed)
 
 
 def to_interval(point: Any, ci: np.ndarray, index: int | None = None) -> Interval:
@@ -161,13 +155,23 @@ def performance_profiles(
     """
     from rliable import library
 
-    profiles: dict[str, np.ndarray] = {}
-    cis: dict[str, np.ndarray] = {}
+    return _seeded_per_key(score_dict, lambda one: library.create_performance_profile(one, tau, reps=reps), seed)
+
+
+def _seeded_per_key(
+    score_dict: Mapping[str, np.ndarray], call: Callable[[dict[str, np.ndarray]], tuple[Any, Any]], seed: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """
+    An rliable call that returns two dicts, made once per key on a one-key dict with NumPy's global
+    generator seeded, so a key's estimate does not depend on which other keys are in the report.
+    """
+    firsts: dict[str, np.ndarray] = {}
+    seconds: dict[str, np.ndarray] = {}
     for key, scores in score_dict.items():
         with _seeded_global_rng(seed):
-            profile, ci = library.create_performance_profile({key: scores}, tau, reps=reps)
-        profiles[key], cis[key] = profile[key], ci[key]
-    return profiles, cis
+            first, second = call({key: scores})
+        firsts[key], seconds[key] = first[key], second[key]
+    return firsts, seconds
 
 
 def iqm_ratios(
