@@ -171,9 +171,6 @@ def test_candidate_pool_rejects_bad_values(bad):
 
 
 COMPLEMENTARY = [name for name, spec in SPECS.items() if spec.complementary]
-#: CrossQ's train step takes its |TD| from a joint batch-norm pass in training mode; the hook reads the
-#: running statistics (eval mode), so the two agree in expectation only.
-EXACT = [name for name in COMPLEMENTARY if name != "ComplementaryCrossQ"]
 
 
 def _state(model) -> tuple[th.Tensor, list[tuple[str, bool]], dict[str, th.Tensor]]:
@@ -190,17 +187,18 @@ def _assert_same_state(before, after) -> None:
         assert th.equal(value, after[2][key]), f"the measurement changed {key}"
 
 
-@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("name", COMPLEMENTARY)
 def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
     """At the same parameters and the same target draws, the hook's |TD| is the train step's, for every algorithm."""
     model = build(name, candidate_pool=2, learning_starts=50)
-    model.learn(60)
+    model.learn(300)
     n = model.batch_size
     data = model.replay_buffer.get_samples_at(np.arange(n))
     before = _state(model)
     model._current_td_abs(data)
     _assert_same_state(before, _state(model))
-    # The train step draws more than the target (SAC's actor loss, TD3's delay): pin the target's draws.
+    # The train step draws more than the target (SAC's actor loss, TD3's delay): pin the target's draws
+    # (CrossQ's hook does not call _td_target: its next actions are the step's first draws).
     original_target = model._td_target
 
     def seeded_target(data, *args, **kwargs):
@@ -216,17 +214,7 @@ def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
     monkeypatch.setattr(model, "_replay_feedback", lambda batch, td_abs, influence: fed_back.append(td_abs))
     model.train(gradient_steps=1, batch_size=n)
     assert measured.shape == (n,)
-    np.testing.assert_allclose(measured, fed_back[0], rtol=1e-5, atol=1e-6)
-
-
-def test_crossq_current_td_abs_has_no_side_effects():
-    model = build("ComplementaryCrossQ", candidate_pool=2, learning_starts=50)
-    model.learn(60)
-    data = model.replay_buffer.get_samples_at(np.arange(16))
-    before = _state(model)
-    td_abs = model._current_td_abs(data)
-    _assert_same_state(before, _state(model))
-    assert td_abs.shape == (16,) and np.all(np.isfinite(td_abs)) and np.all(td_abs >= 0)
+    np.testing.assert_array_equal(measured, fed_back[0])
 
 
 @pytest.mark.parametrize("contribution", ["fresh_td", "density_ratio"])

@@ -7,6 +7,7 @@ from sb3_contrib import CrossQ
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
+from sb3_complementary.common.side_effects import side_effect_free
 from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
 
 
@@ -40,14 +41,45 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
             return data.rewards + (1 - data.dones) * discounts * next_q_values
 
-    def _current_values(self, data: Samples) -> th.Tensor:
+    def _joint_q_values(self, data: Samples, next_actions: th.Tensor) -> th.Tensor:
         """
-        ``(B, 1)`` the first critic's value of the stored action. Measured without side effects,
-        the critic is in eval mode and reads its batch-norm running statistics (as the actor loss
-        does), where the train step reads the joint batch's: the two |TD| agree in expectation,
-        not bit for bit.
+        ``(2B, n_critics)`` every critic's value of ``(s, a)`` and ``(s', a')`` in one pass with
+        batch norm in training mode (CrossQ's joint batch statistics); it moves the running statistics.
         """
-        return self.critic(data.observations, data.actions)[0]
+        all_obs = th.cat([data.observations, data.next_observations], dim=0)  # type: ignore[list-item]
+        all_actions = th.cat([data.actions, next_actions], dim=0)
+        self.critic.set_bn_training_mode(True)
+        all_q_values = th.cat(self.critic(all_obs, all_actions), dim=1)
+        self.critic.set_bn_training_mode(False)
+        return all_q_values
+
+    def _soft_target(
+        self, data: Samples, next_q_values: th.Tensor, next_log_prob: th.Tensor, ent_coef: th.Tensor
+    ) -> th.Tensor:
+        """``(B, 1)`` soft TD target from the joint pass's ``(B, n_critics)`` next-state values."""
+        discounts = data.discounts if data.discounts is not None else self.gamma
+        with th.no_grad():
+            next_q_values, _ = th.min(next_q_values.detach(), dim=1, keepdim=True)
+            next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+            return data.rewards + (1 - data.dones) * discounts * next_q_values
+
+    def _current_td_abs(self, data: Samples) -> np.ndarray:
+        """
+        The train step's ``|TD|``, measured the way it measures it: the joint training-mode pass,
+        whose running batch-norm statistics are put back afterwards (see the mixin's method).
+        """
+        buffers = list(self.critic.buffers())
+        saved = [buffer.clone() for buffer in buffers]
+        try:
+            with side_effect_free(self.policy, self.device):
+                next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
+                all_q_values = self._joint_q_values(data, next_actions)
+                current_q_values, next_q_values = th.split(all_q_values, len(data.rewards), dim=0)
+                target = self._soft_target(data, next_q_values, next_log_prob, self._current_ent_coef())
+                return (current_q_values[:, :1] - target).abs().cpu().numpy().reshape(-1)
+        finally:
+            for buffer, value in zip(buffers, saved, strict=True):
+                buffer.copy_(value)
 
     @staticmethod
     def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
@@ -75,7 +107,6 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             self._n_updates += 1
             batch = self._draw_batch(batch_size)
             replay_data = batch.samples
-            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
 
             if self.use_sde:
                 self.actor.reset_noise()
@@ -88,20 +119,12 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
                 next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
 
             # Joint forward pass of (s, a) and (s', a'), as in CrossQ.
-            all_obs = th.cat([replay_data.observations, replay_data.next_observations], dim=0)  # type: ignore[list-item]
-            all_actions = th.cat([replay_data.actions, next_actions], dim=0)
             measure = self._measures_influence()
-            self.critic.set_bn_training_mode(True)
             with capture_input(first_critic_head, enabled=measure) as penultimate:
-                all_q_values = th.cat(self.critic(all_obs, all_actions), dim=1)
-            self.critic.set_bn_training_mode(False)
+                all_q_values = self._joint_q_values(replay_data, next_actions)
             current_q_values, next_q_values = th.split(all_q_values, batch_size, dim=0)
             current_q_values = current_q_values.T[..., None]
-
-            with th.no_grad():
-                next_q_values, _ = th.min(next_q_values.detach(), dim=1, keepdim=True)
-                next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
-                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+            target_q_values = self._soft_target(replay_data, next_q_values, next_log_prob, ent_coef)
 
             # The IS weights reach the critic loss only.
             critic_loss = 0.5 * sum(

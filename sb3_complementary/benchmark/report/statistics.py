@@ -159,7 +159,7 @@ def performance_profiles(
 
 
 def _seeded_per_key(
-    score_dict: Mapping[str, np.ndarray], call: Callable[[dict[str, np.ndarray]], tuple[Any, Any]], seed: int
+    score_dict: Mapping[str, Any], call: Callable[[dict[str, Any]], tuple[Any, Any]], seed: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """
     An rliable call that returns two dicts, made once per key on a one-key dict with NumPy's global
