@@ -10,6 +10,7 @@ from gymnasium import spaces
 from stable_baselines3.common.logger import KVWriter, Logger
 
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
+from sb3_complementary.multitask import variants as variants_module
 
 #: Small, fast DQN settings shared by the drop-in and save/load tests.
 TINY_DQN: dict[str, Any] = {
@@ -144,3 +145,9 @@ def fill_buffer(
 def _few_threads() -> None:
     """The suite runs two workers on two cores: keep torch from oversubscribing them."""
     th.set_num_threads(1)
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """Task families registered by a test (or a docs example) disappear after it."""
+    monkeypatch.setattr(variants_module, "_FAMILIES", dict(variants_module._FAMILIES))

@@ -102,6 +102,7 @@ def capped_learn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     return calls
 
 
+@pytest.mark.usefixtures("scratch_registry")  # a page may register a task family, as a user would
 @pytest.mark.parametrize("page", PYTHON_PAGES)
 def test_python_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capped_learn) -> None:
     monkeypatch.chdir(tmp_path)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from sb3_complementary.multitask import ParamSpec, TaskFamily, get_family, list_families, register_family
-from sb3_complementary.multitask import variants as variants_module
 
 
 def rollout(env, actions, seed):
@@ -22,12 +21,6 @@ def rollout(env, actions, seed):
 
 def same(a, b):
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-
-
-@pytest.fixture
-def scratch_registry(monkeypatch):
-    """Families registered by a test disappear after it."""
-    monkeypatch.setattr(variants_module, "_FAMILIES", dict(variants_module._FAMILIES))
 
 
 def test_built_in_families_have_fixed_ids_and_names():
