@@ -51,6 +51,7 @@ exclude_patterns = [
     # generated tables without a page title of their own: each is included by a page under results/
     "benchmarks/screen/gates.md",
     "benchmarks/screen/gates-nonlearned.md",
+    "benchmarks/screen/gates-relo.md",
     "benchmarks/screen/multitask.md",
     "multitask/per_task.md",
 ]
