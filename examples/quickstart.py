@@ -6,8 +6,8 @@ save their learning curves.
     python examples/quickstart.py --steps 20000
 
 Both agents get the same seed and the same hyperparameters; only the replay differs. Training
-shows SB3's progress bar; the learning curves (training-episode returns, from each agent's Monitor
-file, through SB3's ``results_plotter``) are saved as ``<out>/learning_curves.png``.
+shows SB3's progress bar; the learning curves (training-episode returns, as each agent's SB3
+``Monitor`` recorded them) are saved as ``<out>/learning_curves.png``.
 """
 
 import argparse
@@ -24,7 +24,6 @@ import torch as th
 from stable_baselines3 import DQN
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.results_plotter import load_results, ts2xy
 
 from sb3_complementary import ComplementaryDQN
 
@@ -44,11 +43,12 @@ ZOO_CARTPOLE = dict(
 )
 
 
-def plot_learning_curves(log_dirs: dict[str, Path], path: Path, window: int = 20) -> Path:
+def plot_learning_curves(monitors: dict[str, Monitor], path: Path, window: int = 20) -> Path:
     """Each agent's training-episode returns against env steps, as a rolling mean over ``window`` episodes."""
     figure, axis = plt.subplots(figsize=(7, 4))
-    for name, log_dir in log_dirs.items():
-        steps, returns = ts2xy(load_results(str(log_dir)), "timesteps")
+    for name, monitor in monitors.items():
+        returns = np.asarray(monitor.get_episode_rewards())
+        steps = np.cumsum(monitor.get_episode_lengths())
         width = min(window, len(returns))
         smoothed = np.convolve(returns, np.ones(width) / width, mode="valid")
         axis.plot(steps[width - 1 :], smoothed, label=name)
@@ -67,18 +67,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument(
-        "--out", type=Path, default=Path("quickstart-output"), help="folder of the Monitor files and the PNG"
-    )
+    parser.add_argument("--out", type=Path, default=Path("quickstart-output"), help="folder of the learning-curve PNG")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     args = parser.parse_args()
     th.set_num_threads(1)
 
-    rows, log_dirs = [], {}
+    rows, monitors = [], {}
+    args.out.mkdir(parents=True, exist_ok=True)
     for algo in (DQN, ComplementaryDQN):
-        log_dirs[algo.__name__] = log_dir = args.out / algo.__name__
-        log_dir.mkdir(parents=True, exist_ok=True)
-        env = Monitor(gym.make("CartPole-v1"), str(log_dir / "train"))
+        monitors[algo.__name__] = env = Monitor(gym.make("CartPole-v1"))
         model = algo("MlpPolicy", env, seed=args.seed, **ZOO_CARTPOLE)
         print(f"training {algo.__name__} for {args.steps} steps", flush=True)
         start = time.perf_counter()
@@ -95,7 +92,7 @@ def main() -> None:
     for name, mean, std, seconds in rows:
         print(f"{name:>18} | {mean:11.1f} | {std:6.1f} | {seconds:7.0f}")
     print("One seed is an anecdote; the multi-seed study is in docs/benchmarks/.")
-    print(f"Learning curves: {plot_learning_curves(log_dirs, args.out / 'learning_curves.png')}")
+    print(f"Learning curves: {plot_learning_curves(monitors, args.out / 'learning_curves.png')}")
 
 
 if __name__ == "__main__":
