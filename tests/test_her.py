@@ -8,6 +8,7 @@ import pytest
 import torch as th
 from stable_baselines3 import DQN, SAC
 from stable_baselines3.common.envs import BitFlippingEnv
+from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.vec_env import DummyVecEnv
 from stable_baselines3.her import HerReplayBuffer
 
@@ -60,15 +61,20 @@ def test_her_replay_buffer_maps_to_the_weighted_her_buffer(cls, buffer_class):
     assert model.replay_buffer.n_sampled_goal == 4
 
 
-def test_the_class_can_be_passed_directly_with_sb3s_her_kwargs():
+@pytest.mark.parametrize(
+    "cls, buffer_class",
+    [(ComplementaryDQN, ComplementaryHerReplayBuffer), (PrioritizedDQN, PrioritizedHerReplayBuffer)],
+)
+def test_the_class_can_be_passed_directly_with_sb3s_her_kwargs(cls, buffer_class):
     model = trained(
-        ComplementaryDQN,
+        cls,
         steps=100,
-        replay_buffer_class=ComplementaryHerReplayBuffer,
+        replay_buffer_class=buffer_class,
         replay_buffer_kwargs={"n_sampled_goal": 2, "goal_selection_strategy": "final", "copy_info_dict": True},
-        **TINY_EXTRACTOR,
+        **(TINY_EXTRACTOR if cls is ComplementaryDQN else {}),
     )
     buffer = model.replay_buffer
+    assert type(buffer) is buffer_class
     assert buffer.her_ratio == pytest.approx(2 / 3)
     assert buffer.goal_selection_strategy.name == "FINAL" and buffer.copy_info_dict
 
@@ -144,6 +150,84 @@ def test_relabelled_rewards_are_the_envs_compute_reward():
     # Relabelled goals are drawn: at least one differs from the stored one.
     stored_goals = buffer.observations["desired_goal"][rows, envs]
     assert (samples.observations["desired_goal"].numpy()[n_real:] != stored_goals[n_real:]).any()
+
+
+def virtual_rows(buffer, batch):
+    """``(n,)`` True for the relabelled rows of a weighted batch (laid out as SB3's: real rows first)."""
+    n_virtual = sum(int(buffer.her_ratio * n) for n in (batch.control.sum(), (~batch.control).sum()))
+    return np.arange(len(batch.indices)) >= len(batch.indices) - n_virtual
+
+
+def test_a_relabelled_transition_is_weighted_and_scored_as_its_stored_transition():
+    """docs/design.md's choice: a virtual transition has its stored transition's weight; its |TD| goes back to it."""
+    model = trained(PrioritizedDQN, steps=200, n_envs=2, uniform_fraction=0.25)
+    buffer = model.replay_buffer
+    seen = {}
+    draw, feedback = model._draw_batch, model._replay_feedback
+
+    def record_draw(batch_size):
+        batch = seen["batch"] = draw(batch_size)
+        # At draw time: the stored transitions' IS weights, and their |TD| under their own goals.
+        share = batch.control.mean()
+        seen["weights"] = (buffer.n_valid() * buffer.sampling_probabilities(batch.indices, share)) ** -buffer.beta
+        seen["stored_td"] = model._current_td_abs(buffer.get_samples_at(batch.indices))
+        return batch
+
+    def record_feedback(batch, td_abs, influence):
+        seen["td_abs"] = td_abs
+        feedback(batch, td_abs, influence)
+
+    model._draw_batch, model._replay_feedback = record_draw, record_feedback
+    model.train(gradient_steps=1, batch_size=64)
+    batch, td_abs, virtual = seen["batch"], seen["td_abs"], virtual_rows(buffer, seen["batch"])
+    rows, envs = np.divmod(batch.indices, buffer.n_envs)
+    relabelled = batch.samples.observations["desired_goal"].numpy() != buffer.observations["desired_goal"][rows, envs]
+    assert virtual.any() and relabelled.any(axis=1)[virtual].any() and not relabelled[~virtual].any()
+    # The IS weight of every row, relabelled or not, is its stored transition's: (N * P(i)) ** -beta.
+    np.testing.assert_allclose(batch.raw_weights, seen["weights"], rtol=1e-12)
+    # The |TD| measured on a relabelled row becomes its stored transition's score ...
+    once = np.bincount(batch.indices, minlength=buffer.scores.size)[batch.indices] == 1
+    goal_changed = virtual & once & relabelled.any(axis=1)
+    assert goal_changed.any()
+    np.testing.assert_allclose(buffer.scores[batch.indices[goal_changed]], td_abs[goal_changed], rtol=1e-6)
+    # ... which is not the |TD| the stored transition has under its own goal.
+    assert not np.allclose(td_abs[goal_changed], seen["stored_td"][goal_changed])
+    np.testing.assert_allclose(td_abs[~virtual], seen["stored_td"][~virtual], rtol=1e-5)
+
+
+def test_a_candidate_pool_holds_relabelled_goals_scored_by_their_own_td():
+    """Draw-time selection with HER: the pool is relabelled as SB3 relabels a batch, and scored on it."""
+    model = trained(ComplementaryDQN, steps=200, n_envs=2, candidate_pool=3, contribution="fresh_td")
+    buffer = model.replay_buffer
+    pools = []
+    select = buffer.select_from_candidates
+
+    def record(candidates, samples, scores, batch_size):
+        pools.append((candidates, samples, scores, model._current_td_abs(samples)))
+        return select(candidates, samples, scores, batch_size)
+
+    buffer.select_from_candidates = record
+    model.train(gradient_steps=1, batch_size=16)
+    candidates, samples, scores, td_now = pools[0]
+    rows, envs = np.divmod(candidates, buffer.n_envs)
+    goals = samples.observations["desired_goal"].numpy()
+    n_real = len(candidates) - int(buffer.her_ratio * len(candidates))
+    np.testing.assert_array_equal(goals[:n_real], buffer.observations["desired_goal"][rows, envs][:n_real])
+    assert (goals[n_real:] != buffer.observations["desired_goal"][rows, envs][n_real:]).any()
+    achieved = samples.next_observations["achieved_goal"].numpy()
+    expected = BitFlippingEnv(n_bits=N_BITS).compute_reward(achieved, goals, None)
+    np.testing.assert_array_equal(samples.rewards.numpy().reshape(-1), expected)
+    np.testing.assert_array_equal(scores, td_now)  # fresh_td: each candidate's |TD| under its (new) goal
+
+
+@pytest.mark.parametrize("contribution", ["fresh_td", "density_ratio"])
+def test_draw_time_selection_trains_with_her(contribution):
+    model = trained(
+        ComplementaryDQN, steps=400, candidate_pool=2, contribution=contribution, fast_memory=60, **TINY_EXTRACTOR
+    )
+    assert model._n_updates > 0 and model.sampling_ess_fraction() < 1.0
+    if contribution == "density_ratio":
+        assert np.isfinite(model.extractor_auc)
 
 
 @pytest.mark.parametrize("strategy", ["future", "episode", "final"])
@@ -267,8 +351,15 @@ def test_loading_a_her_buffer_without_an_env_says_what_to_do(tmp_path):
     model.save_replay_buffer(tmp_path / "buffer")
     loaded = PrioritizedDQN.load(tmp_path / "model", env=bit_env())
     loaded.env = None
-    with pytest.raises(ValueError, match="set_env"):
+    with pytest.raises(ValueError, match=r"set_env\(env\) first, or pass env to load\(\)"):
         loaded.load_replay_buffer(tmp_path / "buffer")
+    # A buffer unpickled on its own has no env either: drawing says how to attach one.
+    buffer = load_from_pkl(tmp_path / "buffer.pkl")
+    for draw in (buffer.sample, buffer.sample_weighted):
+        with pytest.raises(ValueError, match=r"buffer.set_env\(env\)"):
+            draw(8)
+    buffer.set_env(bit_env())
+    assert buffer.sample_weighted(8).samples.rewards.shape == (8, 1)
 
 
 def test_a_plain_sb3_her_buffer_or_a_flat_buffer_is_refused_with_the_reason(tmp_path):
@@ -301,11 +392,6 @@ def test_a_non_goal_env_gets_sb3s_error(cls):
 def test_optimize_memory_usage_gets_sb3s_error(cls):
     kwargs = {"replay_buffer_class": HerReplayBuffer, "optimize_memory_usage": True, "device": "cpu"}
     assert sb3_error(cls, bit_env(), **kwargs) == sb3_error(DQN, bit_env(), **kwargs)
-
-
-def test_candidate_pool_is_refused_with_her():
-    with pytest.raises(ValueError, match="candidate_pool=2 cannot be combined with a HER buffer"):
-        trained(ComplementaryDQN, steps=0, candidate_pool=2)
 
 
 def test_lowest_score_eviction_is_refused_with_her():

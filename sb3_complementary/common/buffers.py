@@ -610,6 +610,18 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         """
         return self.get_samples_at(indices, env), slice(None)
 
+    def gather_pool(self, candidates: np.ndarray, env: VecNormalize | None = None) -> tuple[Samples, np.ndarray]:
+        """
+        The samples of a draw-time selection's candidate pool, gathered as a uniform batch is
+        (a HER buffer relabels its share of them, as SB3's HER relabels a batch).
+
+        :param candidates: ``(P,)`` flat indices, drawn uniformly.
+        :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
+        :return: The samples (``P`` rows), and ``(P,)`` the flat index of each row's stored transition.
+        """
+        samples, order = self._gather(candidates, np.ones(len(candidates), dtype=bool), env)
+        return samples, candidates[order]
+
     def select_from_candidates(
         self, candidates: np.ndarray, samples: Samples, scores: np.ndarray, batch_size: int
     ) -> tuple[WeightedSamples, np.ndarray]:

@@ -8,7 +8,6 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
 from stable_baselines3.common.type_aliases import MaybeCallback
-from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.buffers import ComplementaryReplayBuffer, WeightedSamples
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
@@ -209,11 +208,6 @@ class ComplementaryMixin(WeightedReplayMixin):
     def _setup_model(self) -> None:
         super()._setup_model()
         buffer = self.replay_buffer
-        if self.candidate_pool and isinstance(buffer, HerReplayBuffer):
-            raise ValueError(
-                f"candidate_pool={self.candidate_pool} cannot be combined with a HER buffer: the pool is gathered "
-                "before any goal is relabelled, so the batch would hold no relabelled goal; use candidate_pool=0"
-            )
         n_inputs = self.importance.input_dim(buffer)
         # Initialising the extractor draws from torch's RNG: on a fork, so that the policy's own draws
         # (a SAC actor sampling actions) stay where the uniform parent algorithm would have them.
@@ -275,8 +269,9 @@ class ComplementaryMixin(WeightedReplayMixin):
         if not self.candidate_pool:
             return super()._draw_batch(batch_size)
         buffer = self.replay_buffer
+        # With HER the pool holds relabelled candidates, each scored on its own goal's |TD|.
         candidates = buffer.uniform_indices(self.candidate_pool * batch_size)
-        samples = buffer.get_samples_at(candidates, env=self._vec_normalize_env)
+        samples, candidates = buffer.gather_pool(candidates, env=self._vec_normalize_env)
         scores = self.importance.candidate_scores(self, candidates, self._current_td_abs(samples))
         batch, rates = buffer.select_from_candidates(candidates, samples, scores, batch_size)
         self._selection_rates.append(rates)

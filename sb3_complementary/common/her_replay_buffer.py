@@ -216,6 +216,8 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
         out as SB3's HER does: the real transitions first, then the relabelled ones.
         """
         virtual = self._virtual_slots(control)
+        if virtual.any():
+            self._require_env()
         parts = []
         for gather, slots in ((self._get_real_samples, ~virtual), (self._get_virtual_samples, virtual)):
             if slots.any():  # an empty relabelling would call compute_reward on nothing
@@ -232,7 +234,19 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
         """SB3's contract: HER's uniform, relabelled batch (the scores play no part)."""
+        if self.her_ratio > 0:
+            self._require_env()
         return HerReplayBuffer.sample(self, batch_size, env)
+
+    def _require_env(self) -> None:
+        """A relabelled reward needs the env's ``compute_reward``; a pickled buffer is loaded without it."""
+        if getattr(self, "env", None) is None:
+            raise ValueError(
+                f"This {type(self).__name__} has no env: HER computes the rewards of relabelled goals with it, "
+                "and a saved buffer does not keep it. Call buffer.set_env(env), or load the buffer with "
+                "model.load_replay_buffer() on a model that has the env (pass env to load(), or call "
+                "model.set_env(env))."
+            )
 
     def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
         """The flat buffer's, without ``desired_goal`` (relabelling changes it; see the class docstring)."""
