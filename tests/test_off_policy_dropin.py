@@ -15,6 +15,7 @@ from stable_baselines3.her import HerReplayBuffer
 import sb3_complementary
 from sb3_complementary import ComplementaryReplayBuffer
 from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.crossq.policies import MultiInputPolicy as CrossQMultiInputPolicy
 from tests.algorithms import SPECS, STEPS, build, build_parent
 
 ALGOS = list(SPECS)
@@ -182,29 +183,74 @@ def test_dict_observations_with_mlp_policy_fail_with_the_parents_error(name):
     assert str(info.value) == str(expected)
 
 
-@pytest.mark.parametrize("name", [name for name in ALGOS if name != "ComplementaryCrossQ"])
-def test_trains_with_her(name):
-    """SB3's HerReplayBuffer stands for the weighted HER buffer of the algorithm's kind."""
+def her_model(name, n_bits=4, **overrides):
     spec = SPECS[name]
-    env = BitFlippingEnv(n_bits=4, continuous=spec.env_id == "Pendulum-v1")
-    model = spec.cls(
-        "MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer, **spec.model_kwargs(learning_starts=20)
+    env = BitFlippingEnv(n_bits=n_bits, continuous=spec.env_id == "Pendulum-v1")
+    return spec.cls("MultiInputPolicy", env, **spec.model_kwargs(learning_starts=20, **overrides))
+
+
+@pytest.mark.parametrize("route", ["sb3-class", "our-class"])
+@pytest.mark.parametrize("name", ALGOS)
+def test_trains_with_her(name, route):
+    """
+    SB3's HerReplayBuffer stands for the weighted HER buffer of the algorithm's kind; that buffer
+    can also be passed directly, with SB3's HER arguments. CrossQ with this package's MultiInputPolicy.
+    """
+    her_class = SPECS[name].cls.her_buffer_class
+    model = her_model(
+        name,
+        replay_buffer_class=HerReplayBuffer if route == "sb3-class" else her_class,
+        replay_buffer_kwargs={"n_sampled_goal": 2, "goal_selection_strategy": "final"},
     )
     model.learn(STEPS)
     buffer = model.replay_buffer
-    assert isinstance(buffer, HerReplayBuffer) and type(buffer) is model.her_buffer_class
+    assert isinstance(buffer, HerReplayBuffer) and type(buffer) is her_class
+    assert buffer.her_ratio == pytest.approx(2 / 3) and buffer.goal_selection_strategy.name == "FINAL"
     assert model._n_updates > 0 and buffer.tree.total > 0
+    assert buffer.scores[buffer.valid_indices()].std() > 0  # the feedback reached the stored transitions
 
 
-def test_crossq_with_her_fails_with_the_parents_error():
-    """CrossQ has no MultiInputPolicy: its own error comes first, as for the parent."""
-    spec = SPECS["ComplementaryCrossQ"]
-    expected = _parent_error(
-        lambda: spec.parent("MultiInputPolicy", BitFlippingEnv(continuous=True), replay_buffer_class=HerReplayBuffer)
-    )
-    with pytest.raises(type(expected)) as info:
-        spec.cls("MultiInputPolicy", BitFlippingEnv(continuous=True), replay_buffer_class=HerReplayBuffer)
-    assert str(info.value) == str(expected)
+@pytest.mark.parametrize("name", [name for name in ALGOS if SPECS[name].complementary])
+def test_draw_time_selection_with_her(name):
+    """A candidate pool of relabelled transitions, scored by their fresh |TD| (each algorithm's own hook)."""
+    model = her_model(name, replay_buffer_class=HerReplayBuffer, candidate_pool=2, contribution="fresh_td")
+    model.learn(STEPS // 2)
+    assert model._n_updates > 0 and model.sampling_ess_fraction() < 1.0
+
+
+def test_crossq_multi_input_policy_saves_and_loads(tmp_path):
+    """This package's CrossQ MultiInputPolicy (sb3-contrib has none) round-trips like the MlpPolicy."""
+    model = her_model("ComplementaryCrossQ", replay_buffer_class=HerReplayBuffer)
+    model.learn(STEPS // 2)
+    model.save(tmp_path / "model")
+    loaded = SPECS["ComplementaryCrossQ"].cls.load(tmp_path / "model", env=model.get_env(), device="cpu")
+    assert type(loaded.policy) is CrossQMultiInputPolicy
+    obs = model.get_env().reset()
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+
+
+def _sb3_her_error(env, **kwargs):
+    """What SB3's own HerReplayBuffer raises for this env's spaces."""
+    vec_env = make_vec_env(lambda: env)
+    return _parent_error(lambda: HerReplayBuffer(100, env.observation_space, env.action_space, env=vec_env, **kwargs))
+
+
+@pytest.mark.parametrize("name", ALGOS)
+def test_her_on_a_non_goal_env_or_with_optimize_memory_usage_gets_sb3s_error(name):
+    """SB3's own error, raised from SB3's code (not from inside our buffer), as the parent raises it."""
+    spec = SPECS[name]
+    goal_env = BitFlippingEnv(n_bits=4, continuous=spec.env_id == "Pendulum-v1")
+    cases = [(gym.make(spec.env_id), {}), (goal_env, {"optimize_memory_usage": True})]
+    for env, kwargs in cases:
+        expected = _sb3_her_error(env, **kwargs)
+        settings = {"replay_buffer_class": HerReplayBuffer, "device": "cpu", **kwargs}
+        if name != "ComplementaryCrossQ":  # sb3-contrib's CrossQ fails earlier: it has no MultiInputPolicy
+            parent = _parent_error(lambda env=env, settings=settings: spec.parent("MultiInputPolicy", env, **settings))
+            assert (type(parent), str(parent)) == (type(expected), str(expected))
+        with pytest.raises(type(expected)) as info:
+            spec.cls("MultiInputPolicy", env, **settings)
+        assert str(info.value) == str(expected)
+        assert "stable_baselines3" in info.traceback[-1].path.parts, info.traceback[-1].path
 
 
 @pytest.mark.parametrize("name", ALGOS)

@@ -6,6 +6,7 @@ from sb3_contrib.crossq.policies import MlpPolicy
 from stable_baselines3.common.policies import BasePolicy
 
 from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.crossq.policies import MultiInputPolicy
 from sb3_complementary.crossq.weighted_crossq import WeightedCrossQ
 
 
@@ -19,7 +20,8 @@ class ComplementaryCrossQ(ComplementaryMixin, WeightedCrossQ):
     and entropy-coefficient losses stay unweighted. The influence signal is measured on the critic loss at
     the last linear layer of the first critic (docs/algorithms/actor_critic.md).
 
-    Drop-in: ``ComplementaryCrossQ("MlpPolicy", env).learn(...)`` works wherever ``CrossQ`` does. It
+    Drop-in: ``ComplementaryCrossQ("MlpPolicy", env).learn(...)`` works wherever ``CrossQ`` does.
+    ``"MultiInputPolicy"`` (this package's, for ``Dict`` observations and HER) goes beyond it. It
     takes every argument of sb3-contrib's ``CrossQ`` (positional ones included), plus the keyword knobs of
     :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
     (the same for every algorithm).
@@ -27,4 +29,5 @@ class ComplementaryCrossQ(ComplementaryMixin, WeightedCrossQ):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
+        "MultiInputPolicy": MultiInputPolicy,  # ours: sb3-contrib's CrossQ has none (goal envs, HER)
     }

@@ -46,7 +46,12 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
         ``(2B, n_critics)`` every critic's value of ``(s, a)`` and ``(s', a')`` in one pass with
         batch norm in training mode (CrossQ's joint batch statistics); it moves the running statistics.
         """
-        all_obs = th.cat([data.observations, data.next_observations], dim=0)  # type: ignore[list-item]
+        obs, next_obs = data.observations, data.next_observations
+        all_obs: th.Tensor | dict[str, th.Tensor]
+        if isinstance(obs, dict):  # MultiInputPolicy: each key's rows joined
+            all_obs = {key: th.cat([obs[key], next_obs[key]]) for key in obs}  # type: ignore[index]
+        else:
+            all_obs = th.cat([obs, next_obs], dim=0)  # type: ignore[list-item]
         all_actions = th.cat([data.actions, next_actions], dim=0)
         self.critic.set_bn_training_mode(True)
         all_q_values = th.cat(self.critic(all_obs, all_actions), dim=1)
