@@ -138,7 +138,9 @@ def test_bit_for_bit_check_detects_a_different_update(name):
 @pytest.mark.parametrize("name", ALGOS)
 def test_constructor_and_policy_aliases_are_the_parents(name):
     spec = SPECS[name]
-    assert spec.cls.policy_aliases == spec.parent.policy_aliases
+    # The parent's, plus (CrossQ) this package's MultiInputPolicy, which sb3-contrib's CrossQ lacks.
+    extra = {"MultiInputPolicy": CrossQMultiInputPolicy} if name == "ComplementaryCrossQ" else {}
+    assert spec.cls.policy_aliases == {**spec.parent.policy_aliases, **extra}
     assert isinstance(build(name), spec.parent)
     # Positional arguments pass through as for the parent (learning_rate, buffer_size, learning_starts, batch_size).
     ours = spec.cls("MlpPolicy", spec.env_id, 5e-4, 300, 10, 16, device="cpu")
