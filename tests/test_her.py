@@ -220,6 +220,17 @@ def test_a_candidate_pool_holds_relabelled_goals_scored_by_their_own_td():
     np.testing.assert_array_equal(scores, td_now)  # fresh_td: each candidate's |TD| under its (new) goal
 
 
+@pytest.mark.parametrize(
+    "knobs", [{"contribution": "influence"}, {"contribution": "outcome"}, {"weighting": "loss"}], ids=str
+)
+def test_the_label_signals_and_loss_weighting_train_with_her(knobs):
+    """The rows of docs/her.md's option table not covered above: the extractor fits on relabelled batches."""
+    model = trained(ComplementaryDQN, steps=400, **knobs, **TINY_EXTRACTOR)
+    buffer = model.replay_buffer
+    assert model._n_updates > 0 and len(model.label_store) > 0
+    assert buffer.scores[buffer.valid_indices()].std() > 0  # re-scored by the fitted extractor
+
+
 @pytest.mark.parametrize("contribution", ["fresh_td", "density_ratio"])
 def test_draw_time_selection_trains_with_her(contribution):
     model = trained(
@@ -397,6 +408,12 @@ def test_optimize_memory_usage_gets_sb3s_error(cls):
 def test_lowest_score_eviction_is_refused_with_her():
     with pytest.raises(ValueError, match="eviction='fifo' only"):
         trained(PrioritizedDQN, steps=0, eviction="lowest_score")
+
+
+def test_n_step_returns_are_refused_with_her():
+    """SB3 ignores n_steps with a custom buffer (a warning); ours would replay 1-step transitions, so it says so."""
+    with pytest.raises(ValueError, match=r"replays 1-step transitions .*n_steps=3"):
+        trained(ComplementaryDQN, steps=0, n_steps=3, **TINY_EXTRACTOR)
 
 
 # --------------------------------------------------------------------------- learning, and the docs example
