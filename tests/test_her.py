@@ -13,6 +13,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary import (
+    ComplementaryCrossQ,
     ComplementaryDQN,
     ComplementaryHerReplayBuffer,
     ComplementarySAC,
@@ -331,15 +332,19 @@ def test_the_density_ratio_learns_on_goal_data_without_the_desired_goal():
 # --------------------------------------------------------------------------- save and load
 
 
-def test_save_and_load_keep_the_priorities(tmp_path):
-    model = trained(PrioritizedDQN, steps=200)
+@pytest.mark.parametrize("cls", [PrioritizedDQN, ComplementaryDQN, ComplementarySAC, ComplementaryCrossQ])
+def test_save_and_load_keep_the_priorities(tmp_path, cls):
+    continuous = cls in (ComplementarySAC, ComplementaryCrossQ)
+    extra = TINY_EXTRACTOR if cls is not PrioritizedDQN else {}
+    model = trained(cls, steps=200, continuous=continuous, **extra)
     buffer = model.replay_buffer
     buffer.sample_weighted(1)
+    assert buffer.scores[buffer.valid_indices()].std() > 0  # uneven priorities to keep
     model.save(tmp_path / "model")
     model.save_replay_buffer(tmp_path / "buffer")
-    loaded = PrioritizedDQN.load(tmp_path / "model", env=bit_env())
+    loaded = cls.load(tmp_path / "model", env=bit_env(continuous=continuous))
     loaded.load_replay_buffer(tmp_path / "buffer", truncate_last_traj=False)
-    assert isinstance(loaded.replay_buffer, PrioritizedHerReplayBuffer)
+    assert type(loaded.replay_buffer) is cls.her_buffer_class
     np.testing.assert_array_equal(loaded.replay_buffer.scores, buffer.scores)
     np.testing.assert_array_equal(loaded.replay_buffer.tree.leaves, buffer.tree.leaves)
     assert loaded.replay_buffer.env is loaded.env
