@@ -83,6 +83,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         replay cycle, the fresh one is the feature that predicts the influence label
         (docs/benchmarks/history.md, attempt 2 diagnosed); the price is the extra forward pass.
         With ``"density_ratio"`` a candidate's score is its ratio weight times its fresh ``|TD|``.
+        With HER the pool is relabelled before it is scored (the buffer's ``gather_pool``).
     :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest
         transitions (indices into the buffer, never a copy), >= 1 and at most the buffer size.
     :param ratio_temperature: ``"density_ratio"``: the ratio enters as ``ratio ** (1 / T)``, > 0.

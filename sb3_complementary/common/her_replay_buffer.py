@@ -42,7 +42,9 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
     the weight of the stored transition it was made from, and the ``|TD|`` measured on it is
     fed back to that transition. In every group of a batch (the uniform share, the scored
     share) the first ``her_ratio`` of the slots are relabelled, as SB3 relabels the first
-    ``her_ratio`` of its batch, so the control group is relabelled like the rest. The fast/slow
+    ``her_ratio`` of its batch, so the control group is relabelled like the rest. With draw-time
+    selection (the algorithm's ``candidate_pool``) the pool is relabelled the same way
+    (``gather_pool``), so each candidate is scored on its fresh ``|TD|`` under its own goal. The fast/slow
     density ratio is computed without the ``desired_goal`` entry: relabelling changes it, and a
     weight that depended on it would belong to a goal the transition may never be replayed with.
 
