@@ -61,14 +61,14 @@ def main() -> None:
     parser.add_argument("--target", required=True)
     parser.add_argument("--control", required=True)
     parser.add_argument("--dqn", default="dqn")
-    parser.add_argument("--per", default="per")
+    parser.add_argument("--per", default="per", help="PER's contender name; '' leaves PER out")
     parser.add_argument("--seeds", default="0-9")
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--suites", default=SUITES, help="'name=entry,entry;name=entry'")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     seeds = parse_seeds(args.seeds)
-    others = [args.dqn, args.per, args.control]
+    others = [c for c in (args.dqn, args.per, args.control) if c]  # an empty name leaves a contender out
     data = restrict(collect(args.runs), [args.target, *others], seeds)
     lines = [
         f"Study goals for {args.target}, seeds {args.seeds}, from `{args.runs}`: IQM of the normalised AUC "
