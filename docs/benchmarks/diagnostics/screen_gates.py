@@ -29,7 +29,14 @@ import numpy as np
 from rliable import metrics as rly_metrics
 
 from sb3_complementary.benchmark.metrics import auc, mean_pm_std
-from sb3_complementary.benchmark.report import ReportData, collect, interval_estimates, iqm_ratios, to_interval
+from sb3_complementary.benchmark.report import (
+    Interval,
+    ReportData,
+    collect,
+    interval_estimates,
+    iqm_ratios,
+    to_interval,
+)
 
 AUC_GATE, ESS_GATE = 0.65, 0.9
 #: The protocol's two suites, as the screen's entries are named.
@@ -74,16 +81,29 @@ def restrict(data: ReportData, contenders: list[str], seeds: list[int]) -> Repor
     )
 
 
+def probability(scores: dict[str, np.ndarray], x: str, y: str, reps: int) -> Interval:
+    """P(x > y) over the entries, with its stratified-bootstrap 95% CI."""
+    points, cis = interval_estimates(
+        {"p": (scores[x], scores[y])}, rly_metrics.probability_of_improvement, reps=reps, seed=0
+    )
+    return to_interval(points["p"], cis["p"])
+
+
 def comparisons(
     scores: dict[str, np.ndarray], candidate: str, control: str, baselines: list[str], reps: int
 ) -> tuple[Any, str, list[str]]:
     """IQM AUC ratio to the control, P(candidate > control), and the IQM AUC ratios to the baselines."""
     ratio = iqm_ratios(scores, [candidate], control, reps, 0)[candidate]
     to_baselines = [iqm_ratios(scores, [candidate], b, reps, 0)[candidate].fmt() for b in baselines]
-    points, cis = interval_estimates(
-        {"p": (scores[candidate], scores[control])}, rly_metrics.probability_of_improvement, reps=reps, seed=0
-    )
-    return ratio, to_interval(points["p"], cis["p"]).fmt(), to_baselines
+    return ratio, probability(scores, candidate, control, reps).fmt(), to_baselines
+
+
+def emit(lines: list[str], out: Path | None) -> None:
+    """Print the page, and write it to ``out`` when one is given."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        out.write_text(text)
 
 
 def parse_suites(text: str) -> dict[str, list[str]]:
@@ -186,10 +206,7 @@ def main() -> None:
         for candidate in candidates:
             ratio, p_control, to_baselines = comparisons(suite_scores, candidate, args.control, baselines, args.reps)
             lines.append(f"| {candidate} | {ratio.fmt()} | {p_control} |" + "".join(f" {r} |" for r in to_baselines))
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,11 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-import numpy as np
-from rliable import metrics as rly_metrics
-from screen_gates import parse_suites, restrict
+from screen_gates import emit, parse_suites, probability, restrict
 
 from sb3_complementary.benchmark.matrix import parse_seeds
 from sb3_complementary.benchmark.metrics import auc
-from sb3_complementary.benchmark.report import Interval, collect, interval_estimates, iqm_ratios, to_interval
+from sb3_complementary.benchmark.report import Interval, collect, iqm_ratios
 
 #: The protocol's two suites, with the classic suite's sparse-reward entry.
 SUITES = (
@@ -36,12 +34,6 @@ SUITES = (
 )
 #: Minimum IQM AUC ratio to DQN per suite.
 DQN_RATIO_GOAL = {"classic": 1.10, "non-stationary": 1.20}
-
-
-def probability(scores: dict[str, np.ndarray], x: str, y: str, reps: int) -> Interval:
-    """P(x > y) over the entries with its stratified-bootstrap 95% CI."""
-    points, cis = interval_estimates({"p": (scores[x], scores[y])}, rly_metrics.probability_of_improvement, reps=reps)
-    return to_interval(points["p"], cis["p"])
 
 
 def goal(other: str, suite: str, ratio: Interval, p: Interval, baselines: dict[str, str]) -> str:
@@ -96,10 +88,7 @@ def main() -> None:
                 f"| {other} | {ratio.fmt()} | {p.fmt()} | "
                 f"{goal(other, suite, ratio, p, {'dqn': args.dqn, 'per': args.per})} |"
             )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":
