@@ -10,6 +10,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 import pytest
+from rliable import metrics as rly_metrics
 
 matplotlib.use("Agg")
 
@@ -213,3 +214,58 @@ def test_mismatched_budgets_are_refused(tmp_path: Path) -> None:
 def test_no_runs_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no readable run file"):
         collect(tmp_path)
+
+
+def test_goals_per_suite(tmp_path: Path) -> None:
+    """Each suite is judged on its own entries, by the goal of the other contender's role."""
+    runs = tmp_path / "runs"
+    make_runs(runs)
+    for seed in range(3):  # PER has no run on the second suite's entry yet
+        (runs / f"per__MountainCar-v0__s{seed}.json").unlink()
+    suites = report.parse_suites("classic=CartPole-v1;non-stationary=MountainCar-v0")
+    data = collect(runs)
+    rows = report.suite_comparisons(data, "complementary", "dqn", ["per"], "complementary-td", suites, reps=50)
+    by_key = {(r.suite, r.other): r for r in rows}
+    assert [(r.suite, r.other, r.role) for r in rows[:3]] == [
+        ("classic", "dqn", "reference"),
+        ("classic", "per", "baseline"),
+        ("classic", "complementary-td", "control"),
+    ]
+    dqn = by_key[("classic", "dqn")]
+    scores = {c: np.array([[float(auc(data.normalized(c, "CartPole-v1", s)))] for s in range(3)]) for c in SKILL}
+    expected = rly_metrics.aggregate_iqm(scores["complementary"]) / rly_metrics.aggregate_iqm(scores["dqn"])
+    assert dqn.ratio is not None and dqn.ratio.point == pytest.approx(expected)
+    assert dqn.met == (expected >= report.REFERENCE_RATIO_GOAL["classic"] and dqn.p is not None and dqn.p.low > 0.5)
+    # The control lost every pair (skill 0.6 against 0.9): P = 1, so the control goal holds.
+    control = by_key[("classic", "complementary-td")]
+    assert control.p is not None and control.p.point == pytest.approx(1.0) and control.met
+    # seed 2 of the control failed on MountainCar-v0: that suite compares the two seeds both have.
+    assert by_key[("non-stationary", "complementary-td")].seeds == [0, 1]
+    # No PER run on the suite's entry: no figure and no verdict.
+    per = by_key[("non-stationary", "per")]
+    assert per.missing == ["MountainCar-v0"] and per.ratio is None and per.met is None
+    # A held-out replication: only the seeds asked for.
+    held_out = report.suite_comparisons(data, "complementary", "dqn", [], None, suites, reps=50, seeds=[1, 2])
+    assert {tuple(r.seeds) for r in held_out} == {(1, 2)} and len(held_out) == 2
+
+    page = build_report(
+        runs,
+        tmp_path / "site",
+        reps=50,
+        baselines=("dqn", "per", "complementary-td"),
+        control="complementary-td",
+        suites="classic=CartPole-v1;non-stationary=MountainCar-v0",
+    ).read_text()
+    assert "## Goals per suite" in page and "## Goal check" not in page
+    assert "| `per` | 0; no runs yet on MountainCar-v0 | n/a | n/a | not worse (ratio ≥ 1.00) | n/a |" in page
+    assert "**non-stationary suite** (MountainCar-v0)" in page
+
+
+def test_suite_goals_refuse_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="suite 'atari' has no goal in the protocol"):
+        report.parse_suites("atari=Pong")
+    with pytest.raises(ValueError, match="suite 'classic' names no entry"):
+        report.parse_suites("classic=")
+    make_runs(tmp_path, seeds=range(2))
+    with pytest.raises(ValueError, match="control 'complementary-td' must be one of the baselines"):
+        build_report(tmp_path, tmp_path / "site", reps=10, control="complementary-td", suites="classic=CartPole-v1")

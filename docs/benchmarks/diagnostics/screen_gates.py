@@ -26,17 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rliable import metrics as rly_metrics
 
 from sb3_complementary.benchmark.metrics import auc, mean_pm_std
 from sb3_complementary.benchmark.report import (
     Interval,
     ReportData,
     collect,
-    interval_estimates,
     iqm_ratios,
-    to_interval,
+    parse_suites,
 )
+from sb3_complementary.benchmark.report.goals import probability_of_improvement
 
 AUC_GATE, ESS_GATE = 0.65, 0.9
 #: The protocol's two suites, as the screen's entries are named.
@@ -83,10 +82,7 @@ def restrict(data: ReportData, contenders: list[str], seeds: list[int]) -> Repor
 
 def probability(scores: dict[str, np.ndarray], x: str, y: str, reps: int) -> Interval:
     """P(x > y) over the entries, with its stratified-bootstrap 95% CI."""
-    points, cis = interval_estimates(
-        {"p": (scores[x], scores[y])}, rly_metrics.probability_of_improvement, reps=reps, seed=0
-    )
-    return to_interval(points["p"], cis["p"])
+    return probability_of_improvement(scores[x], scores[y], reps, seed=0)
 
 
 def comparisons(
@@ -104,15 +100,6 @@ def emit(lines: list[str], out: Path | None) -> None:
     print(text)
     if out:
         out.write_text(text)
-
-
-def parse_suites(text: str) -> dict[str, list[str]]:
-    """``"classic=A,B;non-stationary=C"`` -> ``{"classic": ["A", "B"], "non-stationary": ["C"]}``."""
-    suites = {}
-    for part in filter(None, text.split(";")):
-        name, _, members = part.partition("=")
-        suites[name.strip()] = [m.strip() for m in members.split(",") if m.strip()]
-    return suites
 
 
 def main() -> None:

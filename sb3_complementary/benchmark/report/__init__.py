@@ -31,6 +31,7 @@ One concept per module:
 - :mod:`.collect`: reading and checking the run files (:class:`ReportData`, :func:`collect`);
 - :mod:`.statistics`: the rliable calls, IQM ratios and wall-clock ratios (:func:`compute_statistics`);
 - :mod:`.plots`: the PNGs (:func:`draw_figures`);
+- :mod:`.goals`: the protocol's goals suite by suite (:func:`suite_comparisons`);
 - :mod:`.render`: the Markdown page, one function per section and per table (:func:`render_page`);
 - :mod:`.cli`: :func:`build_report`, which runs the steps above, and the command line (:func:`main`).
 """
@@ -44,6 +45,13 @@ from sb3_complementary.benchmark.report.collect import (
     collect,
     order_contenders,
 )
+from sb3_complementary.benchmark.report.goals import (
+    PROTOCOL_SUITES,
+    REFERENCE_RATIO_GOAL,
+    SuiteComparison,
+    parse_suites,
+    suite_comparisons,
+)
 from sb3_complementary.benchmark.report.plots import (
     draw_figures,
     plot_aggregate_curve,
@@ -52,7 +60,14 @@ from sb3_complementary.benchmark.report.plots import (
     plot_performance_profiles,
     plot_probability_of_improvement,
 )
-from sb3_complementary.benchmark.report.render import FULL_SEEDS, GOAL_IQM_RATIO, GOAL_WALLCLOCK_RATIO, render_page
+from sb3_complementary.benchmark.report.render import (
+    FULL_SEEDS,
+    GOAL_CPU_RATIO,
+    GOAL_IQM_RATIO,
+    GOAL_WALLCLOCK_RATIO,
+    render_page,
+    suite_goal_tables,
+)
 from sb3_complementary.benchmark.report.statistics import (
     METRIC_NAMES,
     Interval,
@@ -69,15 +84,19 @@ from sb3_complementary.benchmark.report.statistics import (
 
 __all__ = [
     "FULL_SEEDS",
+    "GOAL_CPU_RATIO",
     "GOAL_IQM_RATIO",
     "GOAL_WALLCLOCK_RATIO",
     "METRIC_NAMES",
     "PREFERRED_ORDER",
+    "PROTOCOL_SUITES",
+    "REFERENCE_RATIO_GOAL",
     "BudgetMismatchError",
     "Interval",
     "Ratio",
     "ReportData",
     "Statistics",
+    "SuiteComparison",
     "build_report",
     "check_budgets",
     "collect",
@@ -87,6 +106,7 @@ __all__ = [
     "iqm_ratios",
     "main",
     "order_contenders",
+    "parse_suites",
     "performance_profiles",
     "plot_aggregate_curve",
     "plot_aggregates",
@@ -94,6 +114,8 @@ __all__ = [
     "plot_performance_profiles",
     "plot_probability_of_improvement",
     "render_page",
+    "suite_comparisons",
+    "suite_goal_tables",
     "summarize_ratios",
     "to_interval",
     "wallclock_ratios",

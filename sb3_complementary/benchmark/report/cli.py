@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sb3_complementary.benchmark.report.collect import collect
+from sb3_complementary.benchmark.report.goals import PROTOCOL_SUITES, parse_suites, suite_comparisons
 from sb3_complementary.benchmark.report.plots import draw_figures
 from sb3_complementary.benchmark.report.render import FULL_SEEDS, render_page
 from sb3_complementary.benchmark.report.statistics import compute_statistics
@@ -30,6 +31,8 @@ def build_report(
     reference: str = "dqn",
     command: str | None = None,
     full_seeds: int = FULL_SEEDS,
+    suites: str | None = None,
+    control: str | None = None,
 ) -> Path:
     """
     Write ``README.md`` and the PNGs.
@@ -44,9 +47,16 @@ def build_report(
     :param command: Command line printed at the top of the page (default: rebuilt from the arguments).
     :param full_seeds: Complete seeds the study plans per contender (10 in docs/benchmarks/protocol.md;
         issue #4's SAC study: 5).
+    :param suites: ``"classic=A,B;non-stationary=C"``: check the protocol's goals suite by suite
+        (:mod:`.goals`) instead of once over all entries.
+    :param control: The ``alpha=0`` control of the suite goals (one of ``baselines``).
     :return: Path of ``README.md``.
     :raises BudgetMismatchError: if runs of an environment have different budgets.
+    :raises ValueError: if a suite has no goal in the protocol, or ``control`` is not a baseline.
     """
+    if control is not None and control not in baselines:
+        raise ValueError(f"control {control!r} must be one of the baselines {list(baselines)}")
+    suite_map = parse_suites(suites) if suites else {}
     runs_dir = Path(runs_dir)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +69,10 @@ def build_report(
             command += f" --reps {reps}"
         if full_seeds != FULL_SEEDS:
             command += f" --full-seeds {full_seeds}"
-    page = render_page(data, stats, figures, out_dir, command, reps, target, baselines, reference, full_seeds)
+    goals = suite_comparisons(data, target, reference, baselines, control, suite_map, reps, seed) if suite_map else []
+    page = render_page(
+        data, stats, figures, out_dir, command, reps, target, baselines, reference, full_seeds, suite_goals=goals
+    )
     readme = out_dir / "README.md"
     readme.write_text(page)
     return readme
@@ -86,6 +99,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=FULL_SEEDS,
         help=f"seeds per contender the study plans (default {FULL_SEEDS}); fewer is labelled a first look",
     )
+    parser.add_argument(
+        "--suites",
+        default=None,
+        help="'classic=EnvA,EnvB;non-stationary=EnvC': check the protocol's goals per suite "
+        "(protocol suites: --suites protocol)",
+    )
+    parser.add_argument("--control", default=None, help="the alpha=0 control among the baselines (suite goals)")
     args = parser.parse_args(argv)
     command = " ".join([PROG] + [shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)])
     if "--runs" not in command:
@@ -103,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             reference=args.reference,
             command=command,
             full_seeds=args.full_seeds,
+            suites=PROTOCOL_SUITES if args.suites == "protocol" else args.suites,
+            control=args.control,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

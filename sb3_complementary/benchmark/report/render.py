@@ -18,6 +18,7 @@ import numpy as np
 
 from sb3_complementary.benchmark.metrics import auc, final_score, mean_pm_std
 from sb3_complementary.benchmark.report.collect import ReportData
+from sb3_complementary.benchmark.report.goals import SuiteComparison
 from sb3_complementary.benchmark.report.statistics import Statistics
 
 #: Seeds per (contender, entry) required by the protocol; fewer is marked "first look".
@@ -26,6 +27,8 @@ FULL_SEEDS = 10
 #: Goal of docs/benchmarks/protocol.md.
 GOAL_IQM_RATIO = 1.10
 GOAL_WALLCLOCK_RATIO = 1.15
+#: The cost goal of the protocol's suites: CPU time against the reference's, side by side.
+GOAL_CPU_RATIO = 1.10
 
 
 def render_page(
@@ -39,6 +42,7 @@ def render_page(
     baselines: Sequence[str],
     reference: str,
     full_seeds: int = FULL_SEEDS,
+    suite_goals: Sequence[SuiteComparison] = (),
 ) -> str:
     """
     :param data: Collected runs.
@@ -51,13 +55,19 @@ def render_page(
     :param baselines: Contenders it is compared with.
     :param reference: Contender of the ratios (IQM and wall clock).
     :param full_seeds: Seeds per contender that the study calls complete; fewer get the "first look" banner.
+    :param suite_goals: The protocol's goals per suite (:func:`~.goals.suite_comparisons`); when given,
+        they replace the single goal check over all entries.
     :return: The Markdown of ``README.md``.
     """
     return (
         _blocks(
             _header_section(data, stats, command, reps, target, baselines, reference, full_seeds),
             _headline_section(data, stats, target, baselines, reference),
-            _goal_section(stats, target, baselines, reference),
+            (
+                _suite_goal_section(suite_goals, stats, target, reference)
+                if suite_goals
+                else _goal_section(stats, target, baselines, reference)
+            ),
             _ablation_section(data, stats, target, reference),
             _cost_section(data, stats, reference),
             _per_environment_section(data),
@@ -136,6 +146,48 @@ def _goal_section(stats: Statistics, target: str, baselines: Sequence[str], refe
         f"## Goal check: `{target}` against `{reference}` (docs/benchmarks/protocol.md)",
         _goal_table(stats, target, baselines, reference),
     )
+
+
+def _suite_goal_section(comparisons: Sequence[SuiteComparison], stats: Statistics, target: str, reference: str) -> str:
+    """The protocol's goals suite by suite, then the cost goal."""
+    cpu = stats.cpu_ratio.get(target)
+    return _blocks(
+        f"## Goals per suite: `{target}` (docs/benchmarks/protocol.md)",
+        "IQM of the normalised AUC over the other contender's and P(target > it), on the seeds both have "
+        "done on every entry of the suite. The control goal holds when it is met on at least one suite.",
+        suite_goal_tables(comparisons),
+        f"Cost goal: CPU time at most {GOAL_CPU_RATIO:.2f}x `{reference}`'s, measured side by side by "
+        "`benchmarks/perf.py` (docs/performance.md). The run files' own CPU-time ratio, on a shared machine: "
+        f"{cpu.fmt() if cpu else 'n/a'}.",
+    )
+
+
+def suite_goal_tables(comparisons: Sequence[SuiteComparison]) -> str:
+    """
+    :param comparisons: :func:`~.goals.suite_comparisons`'s output.
+    :return: One heading line and one table per suite: ratio, P and the goal's verdict per contender.
+    """
+    blocks = []
+    for suite in dict.fromkeys(c.suite for c in comparisons):
+        rows = [c for c in comparisons if c.suite == suite]
+        blocks.append(f"**{suite} suite** ({', '.join(rows[0].entries)})")
+        blocks.append(
+            _table(
+                ["against", "seeds", "IQM AUC ratio [95% CI]", "P(target > it) [95% CI]", "goal", "met?"],
+                [
+                    [
+                        f"`{c.other}`",
+                        f"{len(c.seeds)}" + (f"; no runs yet on {', '.join(c.missing)}" if c.missing else ""),
+                        c.ratio.fmt() if c.ratio else "n/a",
+                        c.p.fmt() if c.p else "n/a",
+                        c.goal,
+                        "n/a" if c.met is None else _verdict(c.met),
+                    ]
+                    for c in rows
+                ],
+            )
+        )
+    return _blocks(*blocks)
 
 
 def _ablation_section(data: ReportData, stats: Statistics, target: str, reference: str) -> str:
