@@ -269,3 +269,13 @@ def test_suite_goals_refuse_bad_input(tmp_path: Path) -> None:
     make_runs(tmp_path, seeds=range(2))
     with pytest.raises(ValueError, match="control 'complementary-td' must be one of the baselines"):
         build_report(tmp_path, tmp_path / "site", reps=10, control="complementary-td", suites="classic=CartPole-v1")
+
+
+def test_a_baseline_with_no_complete_seed_makes_a_first_look(tmp_path: Path) -> None:
+    """A baseline missing from an entry is not aggregated at all; the page must still say it is incomplete."""
+    runs = tmp_path / "runs"
+    make_runs(runs, seeds=range(2))
+    for seed in range(2):
+        (runs / f"per__MountainCar-v0__s{seed}.json").unlink()
+    text = build_report(runs, tmp_path / "site", reps=10, full_seeds=2).read_text()
+    assert "First look, not the study:** some contenders have fewer than 2 complete seeds (fewest: 0)" in text

@@ -95,8 +95,9 @@ def _header_section(
     n_done = sum(r.status == "done" for r in data.records)
     n_failed = sum(r.status == "failed" for r in data.records)
     unreadable = f", plus {len(data.corrupt)} unreadable" if data.corrupt else ""
-    # The headline compares the target with its baselines: only their seeds make it a first look.
-    headline = _headline_contenders(stats, target, baselines, reference)
+    # The headline compares the target with its baselines: only their seeds make it a first look,
+    # counted for every one that has runs (a baseline with no complete seed is not aggregated at all).
+    headline = [c for c in data.contenders if c in (target, reference, *baselines)]
     min_seeds = min((len(data.complete_seeds[c]) for c in headline), default=0)
     first_look = (
         f"> **First look, not the study:** some contenders have fewer than {full_seeds} complete seeds "
