@@ -173,6 +173,21 @@ def test_first_look_banner_follows_the_planned_seeds(tmp_path: Path) -> None:
     assert "First look, not the study" in build_report(runs, tmp_path / "c", reps=20, full_seeds=4).read_text()
 
 
+def test_filling_banner_names_an_ablation_with_no_complete_seed(tmp_path: Path) -> None:
+    """An ablation run on one entry only is not aggregated, so only the banner can say it is coming."""
+    runs = tmp_path / "runs"
+    make_runs(runs)
+    late = synthetic_record("complementary-td", "CartPole-v1", 0)
+    late["run_id"], late["contender"] = "late__CartPole-v1__s0", {**late["contender"], "name": "late"}
+    write_run_file(runs, late)
+    text = build_report(runs, tmp_path / "site", reps=20, full_seeds=3).read_text()
+    banner = text.split("## Headline")[0]
+    assert "`complementary-td` (2), `late` (0)" in banner
+    assert "A contender at 0 has no row yet" in banner
+    headline = text.split("## Headline")[1].split("\n## ")[0]
+    assert "| `complementary-td` | 2 |" in headline and "`late`" not in headline
+
+
 def test_statistics_on_synthetic_runs(tmp_path: Path) -> None:
     make_runs(tmp_path)
     data = collect(tmp_path)

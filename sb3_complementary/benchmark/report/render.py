@@ -105,11 +105,18 @@ def _header_section(
         if min_seeds < full_seeds
         else ""
     )
-    filling = [c for c in stats.aggregated if c not in headline and len(data.complete_seeds[c]) < full_seeds]
+    # Every contender with runs counts, aggregated or not: one with no seed done on every entry
+    # has no row yet, and the banner is the only place the page says it is coming.
+    filling = [c for c in data.contenders if c not in headline and len(data.complete_seeds[c]) < full_seeds]
     counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])})" for c in filling)
+    no_row = (
+        " A contender at 0 has no row yet: none of its seeds is done on every entry."
+        if any(not data.complete_seeds[c] for c in filling)
+        else ""
+    )
     filling_banner = (
         f"> **Ablations still filling in** (complete seeds of {full_seeds} planned): {counts}. "
-        "Their rows are a first look."
+        f"Their rows are a first look.{no_row}"
         if filling
         else ""
     )
