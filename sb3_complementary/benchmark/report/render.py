@@ -61,7 +61,7 @@ def render_page(
     """
     return (
         _blocks(
-            _header_section(data, stats, command, reps, target, baselines, reference, full_seeds),
+            _header_section(data, command, reps, target, baselines, reference, full_seeds),
             _headline_section(data, stats, target, baselines, reference),
             (
                 _suite_goal_section(suite_goals, stats, target, reference)
@@ -83,7 +83,6 @@ def render_page(
 
 def _header_section(
     data: ReportData,
-    stats: Statistics,
     command: str,
     reps: int,
     target: str,
@@ -95,8 +94,10 @@ def _header_section(
     n_done = sum(r.status == "done" for r in data.records)
     n_failed = sum(r.status == "failed" for r in data.records)
     unreadable = f", plus {len(data.corrupt)} unreadable" if data.corrupt else ""
-    # The headline compares the target with its baselines: only their seeds make it a first look,
-    # counted for every one that has runs (a baseline with no complete seed is not aggregated at all).
+    # Both banners count every contender with runs, from the run files rather than the
+    # statistics: one with no seed done on every entry is not aggregated, so it has no row, and
+    # the banner is the only place the page says it is coming. The headline's contenders decide
+    # the first look; the others are the ablations.
     headline = [c for c in data.contenders if c in (target, reference, *baselines)]
     min_seeds = min((len(data.complete_seeds[c]) for c in headline), default=0)
     first_look = (
@@ -105,8 +106,6 @@ def _header_section(
         if min_seeds < full_seeds
         else ""
     )
-    # Every contender with runs counts, aggregated or not: one with no seed done on every entry
-    # has no row yet, and the banner is the only place the page says it is coming.
     filling = [c for c in data.contenders if c not in headline and len(data.complete_seeds[c]) < full_seeds]
     counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])})" for c in filling)
     no_row = (
