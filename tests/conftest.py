@@ -35,10 +35,14 @@ TINY_EXTRACTOR: dict[str, Any] = {
     "label_capacity": 1000,
 }
 
+#: The label signals' replay as the studies of attempts 2 to 5 ran it (the defaults until 2026-12-06):
+#: the sum tree over the last re-score's scores, no candidate pool.
+LABEL_REPLAY: dict[str, Any] = {"alpha": 0.6, "initial_score": "max", "candidate_pool": 0}
+
 ALGOS = {
-    "complementary-influence": (ComplementaryDQN, {"contribution": "influence", **TINY_EXTRACTOR}),
-    "complementary-outcome": (ComplementaryDQN, {"contribution": "outcome", **TINY_EXTRACTOR}),
-    "complementary-td": (ComplementaryDQN, {"contribution": "td", **TINY_EXTRACTOR}),
+    "complementary-influence": (ComplementaryDQN, {"contribution": "influence", **LABEL_REPLAY, **TINY_EXTRACTOR}),
+    "complementary-outcome": (ComplementaryDQN, {"contribution": "outcome", **LABEL_REPLAY, **TINY_EXTRACTOR}),
+    "complementary-td": (ComplementaryDQN, {"contribution": "td", **LABEL_REPLAY, **TINY_EXTRACTOR}),
     "prioritized": (PrioritizedDQN, {}),
 }
 

@@ -16,6 +16,7 @@ DENSITY: dict[str, Any] = {
     **TINY_DQN,
     **TINY_EXTRACTOR,
     "contribution": "density_ratio",
+    "candidate_pool": 0,  # the ratio alone: the screen's density-sampling
     "alpha": 1.0,
     "initial_score": "neutral",
     "fast_memory": 100,
@@ -134,6 +135,12 @@ def test_model_fits_rescores_and_reports_diagnostics():
     assert weights.max() > 1.0 > weights.min()  # the re-score moved the weights off uniform
     assert diagnostics["weight_max"] == pytest.approx(weights.max())
     assert model.replay_buffer.beta == 0.0  # the ratio is not undone by IS weights
+
+
+@pytest.mark.parametrize(("buffer_size", "expected"), [(100_000, 2000), (10_000, 2000), (5000, 1000), (3, 1)])
+def test_default_fast_memory_is_2000_or_a_fifth_of_a_smaller_buffer(buffer_size, expected):
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", buffer_size=buffer_size, device="cpu")
+    assert model.fast_memory == expected
 
 
 def test_fast_memory_waits_for_a_buffer_twice_its_size():

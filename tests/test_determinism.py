@@ -7,7 +7,7 @@ import torch as th
 from stable_baselines3 import DQN
 
 from sb3_complementary import ComplementaryDQN, PrioritizedDQN
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR, make_model
+from tests.conftest import LABEL_REPLAY, TINY_DQN, TINY_EXTRACTOR, make_model
 
 
 def episode_rewards(model):
@@ -66,8 +66,8 @@ def assert_same_parameters(expected, got):
     "cls, extra",
     [
         (PrioritizedDQN, {"uniform_fraction": 1.0}),
-        (ComplementaryDQN, {"uniform_fraction": 1.0, "contribution": "td", **TINY_EXTRACTOR}),
-        (ComplementaryDQN, {"uniform_fraction": 1.0, "contribution": "influence", **TINY_EXTRACTOR}),
+        (ComplementaryDQN, {**LABEL_REPLAY, "uniform_fraction": 1.0, "contribution": "td", **TINY_EXTRACTOR}),
+        (ComplementaryDQN, {**LABEL_REPLAY, "uniform_fraction": 1.0, "contribution": "influence", **TINY_EXTRACTOR}),
     ],
     ids=["prioritized", "complementary-td", "complementary-influence"],
 )

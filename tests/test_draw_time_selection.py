@@ -115,7 +115,9 @@ def test_fresh_td_replaces_the_stored_one_in_the_features():
 
 
 def test_dqn_current_td_abs_matches_the_train_step_and_has_no_side_effects():
-    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **TINY_DQN, **TINY_EXTRACTOR)
+    model = ComplementaryDQN(
+        "MlpPolicy", "CartPole-v1", seed=0, contribution="td", candidate_pool=0, **TINY_DQN, **TINY_EXTRACTOR
+    )
     model.learn(200)
     data = model.replay_buffer.get_samples_at(np.arange(32))
     torch_state = th.random.get_rng_state()
@@ -128,7 +130,9 @@ def test_dqn_current_td_abs_matches_the_train_step_and_has_no_side_effects():
 
 
 def test_draw_time_selection_trains_labels_fresh_features_and_round_trips(tmp_path):
-    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, candidate_pool=4, **TINY_DQN, **TINY_EXTRACTOR)
+    model = ComplementaryDQN(
+        "MlpPolicy", "CartPole-v1", seed=0, contribution="td", candidate_pool=4, **TINY_DQN, **TINY_EXTRACTOR
+    )
     labelled = []
     observe = model.contribution_signal.observe
 

@@ -7,7 +7,7 @@ from torch.nn import functional as F
 
 from sb3_complementary import ComplementaryDQN, ExperienceExtractor, ExtractorTrainingCallback
 from sb3_complementary.common.extractor import RunningNormalizer
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import LABEL_REPLAY, TINY_DQN, TINY_EXTRACTOR
 
 
 def test_scores_start_neutral_and_stay_in_open_unit_interval():
@@ -68,7 +68,8 @@ def test_fitting_separable_labels_raises_positive_scores():
 
 
 def make_model(**overrides):
-    kwargs = {**TINY_DQN, **TINY_EXTRACTOR, "learning_starts": 10_000, "seed": 0, **overrides}
+    kwargs = {**TINY_DQN, **TINY_EXTRACTOR, **LABEL_REPLAY, "contribution": "td", "learning_starts": 10_000, "seed": 0}
+    kwargs.update(overrides)
     return ComplementaryDQN("MlpPolicy", "CartPole-v1", **kwargs)
 
 

@@ -21,7 +21,7 @@ from sb3_complementary import (
     PrioritizedHerReplayBuffer,
     PrioritizedSAC,
 )
-from tests.conftest import TINY_EXTRACTOR
+from tests.conftest import LABEL_REPLAY, TINY_EXTRACTOR
 
 N_BITS = 5
 HER_DQN = {
@@ -84,10 +84,14 @@ def test_the_class_can_be_passed_directly_with_sb3s_her_kwargs(cls, buffer_class
 
 EXACT_CASES = [
     (DQN, PrioritizedDQN, {}),
-    (DQN, ComplementaryDQN, {"contribution": "td", **TINY_EXTRACTOR}),
-    (DQN, ComplementaryDQN, {"contribution": "density_ratio", "fast_memory": 50, **TINY_EXTRACTOR}),
+    (DQN, ComplementaryDQN, {"contribution": "td", **LABEL_REPLAY, **TINY_EXTRACTOR}),
+    (
+        DQN,
+        ComplementaryDQN,
+        {"contribution": "density_ratio", "candidate_pool": 0, "fast_memory": 50, **TINY_EXTRACTOR},
+    ),
     (SAC, PrioritizedSAC, {}),
-    (SAC, ComplementarySAC, {"contribution": "td", **TINY_EXTRACTOR}),
+    (SAC, ComplementarySAC, {"contribution": "td", **LABEL_REPLAY, **TINY_EXTRACTOR}),
 ]
 
 
@@ -222,7 +226,13 @@ def test_a_candidate_pool_holds_relabelled_goals_scored_by_their_own_td():
 
 
 @pytest.mark.parametrize(
-    "knobs", [{"contribution": "influence"}, {"contribution": "outcome"}, {"weighting": "loss"}], ids=str
+    "knobs",
+    [
+        {"contribution": "influence", **LABEL_REPLAY},
+        {"contribution": "outcome", **LABEL_REPLAY},
+        {"contribution": "td", "weighting": "loss", **LABEL_REPLAY},
+    ],
+    ids=["influence", "outcome", "loss"],
 )
 def test_the_label_signals_and_loss_weighting_train_with_her(knobs):
     """The rows of docs/her.md's option table not covered above: the extractor fits on relabelled batches."""

@@ -72,6 +72,28 @@ def test_save_load_same_predictions_and_scores(saved):
         assert loaded.contribution == model.contribution and loaded.probe_size == model.probe_size
 
 
+@pytest.mark.parametrize("name", [name for name in ALGOS if SPECS[name].complementary])
+def test_the_defaults_fit_the_classifier_select_from_a_pool_and_round_trip(name, tmp_path):
+    """At its constructor defaults (density ratio x fresh |TD| on a pool of 4), with a tiny schedule."""
+    spec = SPECS[name]
+    settings = spec.parent_kwargs(seed=0)  # a copy: SB3 writes into policy_kwargs
+    model = spec.cls("MlpPolicy", spec.env_id, extractor_train_freq=100, refresh_interval=100, **settings)
+    assert (model.contribution, model.candidate_pool, model.fast_memory) == (
+        "density_ratio",
+        4,
+        spec.kwargs["buffer_size"] // 5,
+    )
+    model.learn(3 * spec.kwargs["buffer_size"] // 5 + 100)  # past twice the fast memory: the classifier fits
+    assert np.isfinite(model.extractor_auc) and model._selection_rates
+    weights = model.replay_buffer.scores[model.replay_buffer.valid_indices()]
+    assert weights.std() > 0 and np.isclose(weights.mean(), 1.0, atol=0.05)  # self-normalised ratio weights
+    model.save(tmp_path / "model")
+    loaded = spec.cls.load(tmp_path / "model.zip", device="cpu")
+    assert (loaded.contribution, loaded.candidate_pool, loaded.fast_memory) == ("density_ratio", 4, model.fast_memory)
+    for key, value in model.extractor.state_dict().items():
+        assert th.equal(loaded.extractor.state_dict()[key], value), key
+
+
 def test_replay_buffer_round_trip_and_resume(saved):
     name, model, folder = saved
     loaded = SPECS[name].cls.load(folder / "model.zip", env=model.get_env(), device="cpu")

@@ -42,7 +42,8 @@ def test_algorithm_docstrings_say_what_the_default_does():
         if isinstance(obj, type) and name.startswith("Complementary") and hasattr(obj, "learn"):
             doc = obj.__doc__ or ""
             assert "demonstrably" not in doc, f"{name} claims more than its default does"
-            assert 'contribution="td"' in doc and "|TD|" in doc, f"{name} does not say what its default learns"
+            says_default = 'contribution="density_ratio"' in doc and "|TD|" in doc
+            assert says_default, f"{name} does not say what its default learns"
 
 
 def test_synthetic_report_runs_do_not_depend_on_the_hash_seed():

@@ -10,7 +10,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
-from tests.conftest import TINY_DQN
+from tests.conftest import LABEL_REPLAY, TINY_DQN
 
 UNIT = r"(\[0(\.0)?, ?1(\.0)?\]|between 0(\.0)? and 1(\.0)?|0(\.0)? <= \w+ <= 1(\.0)?)"
 NON_NEGATIVE = r"(\[0(\.0)?, ?(inf|∞)[\])]|>= ?0|non-negative)"
@@ -146,7 +146,14 @@ def test_user_replay_buffer_kwargs_are_not_mutated():
 def test_non_finite_scores_during_training_fall_back_and_training_goes_on(monkeypatch):
     """An extractor that outputs NaN for some transitions: a warning, floor scores, and learn() completes."""
     model = ComplementaryDQN(
-        "MlpPolicy", "CartPole-v1", **TINY_DQN, refresh_interval=50, extractor_train_freq=50, seed=0
+        "MlpPolicy",
+        "CartPole-v1",
+        **TINY_DQN,
+        **LABEL_REPLAY,
+        contribution="td",
+        refresh_interval=50,
+        extractor_train_freq=50,
+        seed=0,
     )
     original = model.extractor.score
 

@@ -182,8 +182,10 @@ def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: 
     assert model._n_updates > 0
     if entry.get("replay_buffer_class") == "HerReplayBuffer":  # rl-zoo3 read it: our weighted HER buffer
         assert isinstance(model.replay_buffer, HerReplayBuffer) and type(model.replay_buffer) is model.her_buffer_class
-    if complementary:
+    if complementary and model.importance.learns_labels:
         assert len(model.label_store) > 0  # the contribution signal labelled trained batches
+    elif complementary:
+        assert model._selection_rates  # the default: every batch was picked from a scored candidate pool
 
 
 def test_user_yaml_and_python_conf_files(tmp_path: Path) -> None:

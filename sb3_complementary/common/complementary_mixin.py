@@ -25,6 +25,8 @@ from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 CONTRIBUTIONS = tuple(IMPORTANCES)
 #: How the replay weights enter the update: as draw probabilities, or as loss weights on uniform draws.
 WEIGHTINGS = ("sampling", "loss")
+#: The fast memory of a buffer of 10,000 transitions or more, the size the study measured.
+DEFAULT_FAST_MEMORY = 2000
 #: Percentiles of ``N * P(i)`` recorded as the weight range.
 WEIGHT_PERCENTILES = (5, 95)
 
@@ -33,10 +35,16 @@ class ComplementaryMixin(WeightedReplayMixin):
     """
     Replay run by a learned experience extractor that co-evolves with the policy.
 
-    After each gradient step the contribution signal labels the trained batch (with the
-    batch's features as they were when it was sampled) into the label store; the
-    :class:`ExtractorTrainingCallback` fits the extractor on those labels and re-scores the
-    buffer. The extractor and its optimizer are saved with the model.
+    By default the extractor is a classifier of the fast memory (the freshest transitions)
+    against the whole buffer: its odds, the density ratio, say how much a transition looks like
+    what the agent does now. Each gradient step draws ``candidate_pool`` batches of uniform
+    candidates, measures their ``|TD|`` with the current networks, and picks its batch from them,
+    a ``uniform_fraction`` share uniformly and the rest by ratio times fresh ``|TD|``; the ratio's
+    shift is not undone by IS weights (``ratio_is_exponent=0``). The label signals (``"td"``,
+    ``"influence"``, ``"outcome"``) instead label each trained batch into the label store, and the
+    extractor regresses those labels. Either way the :class:`ExtractorTrainingCallback` only
+    schedules ``fit_extractor()`` and ``refresh_scores()``. The extractor and its optimizer are
+    saved with the model.
 
     Put first in the bases of an algorithm (``class ComplementaryX(ComplementaryMixin, WeightedX)``):
     its constructor takes every argument of the parent algorithm (positional ones included),
@@ -49,9 +57,10 @@ class ComplementaryMixin(WeightedReplayMixin):
         ``"density_ratio"`` (a classifier of the fast memory against the whole buffer: how much a
         transition looks like what the agent does now; see ``docs/design.md``); or ``"fresh_td"``
         (no extractor: with ``candidate_pool``, the candidates' ``|TD|`` measured at draw time, floored
-        at ``score_floor`` and never undone by IS weights, as LaBER with LAP's floor). ``"td"`` is
-        the default because the benchmark study measured it level with ``"influence"`` at a lower
-        cost (no probe pass per step; docs/benchmarks/history.md, attempt 5).
+        at ``score_floor`` and never undone by IS weights, as LaBER with LAP's floor).
+        ``"density_ratio"`` with the pool is the default: it is the configuration the 10-seed
+        study measured (docs/benchmarks/history.md); ``"fresh_td"`` with the same pool was level
+        with it at 5 seeds, at a few percent less CPU time.
     :param alpha: Priority exponent on the scores, ``P ∝ (score + epsilon) ** alpha``, >= 0.
     :param beta: Initial IS exponent in [0, 1], annealed to 1 over ``learn()``.
     :param epsilon: Added to the scores, >= 0.
@@ -86,6 +95,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         With HER the pool is relabelled before it is scored (the buffer's ``gather_pool``).
     :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest
         transitions (indices into the buffer, never a copy), >= 1 and at most the buffer size.
+        Default: 2,000, or a fifth of a smaller buffer (the study's smallest buffer, 10,000
+        transitions, had its fast memory at a fifth).
     :param ratio_temperature: ``"density_ratio"``: the ratio enters as ``ratio ** (1 / T)``, > 0.
     :param ratio_cap: ``"density_ratio"``: largest self-normalised weight, >= 1.
     :param weighting: ``"sampling"`` (draw ∝ the mixture of the uniform share and the scores) or
@@ -107,27 +118,27 @@ class ComplementaryMixin(WeightedReplayMixin):
     def __init__(
         self,
         *args: Any,
-        contribution: str = "td",
-        alpha: float = 0.6,
+        contribution: str = "density_ratio",
+        alpha: float = 1.0,
         beta: float = 0.4,
         epsilon: float = 1e-3,
         uniform_fraction: float = 0.25,
         score_floor: float = 0.01,
-        initial_score: str = "max",
+        initial_score: str = "neutral",
         include_observation: bool = False,
         eviction: str = "fifo",
         extractor_net_arch: list[int] | None = None,
         extractor_lr_ratio: float = 0.25,
         extractor_train_freq: int = 500,
-        extractor_gradient_steps: int = 16,
+        extractor_gradient_steps: int = 64,
         extractor_batch_size: int = 256,
         refresh_interval: int = 1000,
         coupling_coef: float = 0.1,
         probe_size: int = 64,
         label_capacity: int = 20_000,
         label_interval: int = 1,
-        candidate_pool: int = 0,
-        fast_memory: int = 2000,
+        candidate_pool: int = 4,
+        fast_memory: int | None = None,
         ratio_temperature: float = 1.5,
         ratio_cap: float = 10.0,
         weighting: str = "sampling",
@@ -143,6 +154,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         )
         check_choice("contribution", contribution, CONTRIBUTIONS)
         check_choice("weighting", weighting, WEIGHTINGS)
+        if fast_memory is None:
+            fast_memory = min(DEFAULT_FAST_MEMORY, max(1, self.buffer_size // 5))
         check_range(
             "fast_memory", fast_memory, low=1, high=self.buffer_size if contribution == "density_ratio" else None
         )
@@ -153,7 +166,8 @@ class ComplementaryMixin(WeightedReplayMixin):
             raise ValueError("contribution='fresh_td' measures |TD| on a candidate pool: set candidate_pool >= 1")
         if weighting == "loss" and candidate_pool:
             raise ValueError(
-                f"weighting='loss' draws uniformly: it cannot select from a candidate_pool ({candidate_pool})"
+                f"weighting='loss' draws uniformly: it cannot select from a candidate_pool ({candidate_pool}); "
+                "pass candidate_pool=0 with it"
             )
         net_arch = [64, 64] if extractor_net_arch is None else list(extractor_net_arch)
         if not net_arch or any(int(w) < 1 for w in net_arch):

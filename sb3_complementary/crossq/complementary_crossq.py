@@ -13,8 +13,10 @@ from sb3_complementary.crossq.weighted_crossq import WeightedCrossQ
 class ComplementaryCrossQ(ComplementaryMixin, WeightedCrossQ):
     """
     CrossQ with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
-    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
+    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
+    extractor classifies the freshest transitions against the whole buffer, and each gradient step
+    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
+    ``|TD|`` measured now; the other signals are knobs.
 
     The IS weights multiply each sample's critic loss ``0.5 Σ_c (Q_c(s, a) - y)²``; the actor
     and entropy-coefficient losses stay unweighted. The influence signal is measured on the critic loss at

@@ -13,8 +13,10 @@ from sb3_complementary.td3.weighted_td3 import WeightedTD3
 class ComplementaryDDPG(ComplementaryMixin, WeightedTD3, DDPG):
     """
     DDPG with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
-    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
+    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
+    extractor classifies the freshest transitions against the whole buffer, and each gradient step
+    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
+    ``|TD|`` measured now; the other signals are knobs.
 
     DDPG is SB3's TD3 with one critic, no target smoothing and no policy delay, so it shares
     ``WeightedTD3``'s train step: the IS weights multiply each sample's critic loss ``(Q(s, a) - y)²``, the

@@ -12,8 +12,10 @@ from sb3_complementary.dqn.weighted_dqn import WeightedDQN
 class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
     """
     DQN with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
-    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
+    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
+    extractor classifies the freshest transitions against the whole buffer, and each gradient step
+    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
+    ``|TD|`` measured now; the other signals are knobs.
 
     Idea: Complementary RL (arXiv 2603.17621), mapped onto SB3 in docs/design.md. Drop-in:
     ``ComplementaryDQN("MlpPolicy", env).learn(100_000)`` works wherever ``DQN`` does. It takes

@@ -12,8 +12,10 @@ from sb3_complementary.qrdqn.weighted_qrdqn import WeightedQRDQN
 class ComplementaryQRDQN(ComplementaryMixin, WeightedQRDQN):
     """
     QRDQN with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
-    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
+    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
+    extractor classifies the freshest transitions against the whole buffer, and each gradient step
+    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
+    ``|TD|`` measured now; the other signals are knobs.
 
     The IS weights multiply each sample's quantile Huber loss. The influence signal has a closed
     form at the quantile head, the last linear layer with ``n_actions × n_quantiles`` outputs

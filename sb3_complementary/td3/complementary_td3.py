@@ -12,8 +12,10 @@ from sb3_complementary.td3.weighted_td3 import WeightedTD3
 class ComplementaryTD3(ComplementaryMixin, WeightedTD3):
     """
     TD3 with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="td"``) it regresses
-    each replayed transition's ``|TD|`` rank in its batch (learned PER); the other signals are knobs.
+    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
+    extractor classifies the freshest transitions against the whole buffer, and each gradient step
+    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
+    ``|TD|`` measured now; the other signals are knobs.
 
     The IS weights multiply each sample's critic loss ``Σ_c (Q_c(s, a) - y)²``; the (delayed)
     actor loss stays unweighted. The influence signal is measured on the critic loss at the last linear

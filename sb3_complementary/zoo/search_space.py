@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sb3_complementary.common.contribution import SIGNALS
+from sb3_complementary.common.importance import IMPORTANCES
 
 if TYPE_CHECKING:  # optuna comes with the zoo extra; importing this module must not need it
     import optuna
@@ -48,14 +48,14 @@ def sample_complementary_knobs(trial: optuna.Trial) -> dict[str, Any]:
     :param trial: The Optuna trial.
     :return: The replay knobs, ``extractor_lr_ratio`` (log, [0.03, 1]), ``refresh_interval``
         (log, [250, 4000] env steps), ``coupling_coef`` (log, [1e-3, 1]) and ``contribution``
-        (every contribution signal of the package).
+        (every kind of replay score of the package, the default density ratio included).
     """
     return {
         **sample_replay_knobs(trial),
         "extractor_lr_ratio": trial.suggest_float("extractor_lr_ratio", 0.03, 1.0, log=True),
         "refresh_interval": trial.suggest_int("refresh_interval", 250, 4000, log=True),
         "coupling_coef": trial.suggest_float("coupling_coef", 1e-3, 1.0, log=True),
-        "contribution": trial.suggest_categorical("contribution", list(SIGNALS)),
+        "contribution": trial.suggest_categorical("contribution", list(IMPORTANCES)),
     }
 
 
