@@ -98,7 +98,8 @@ def main() -> None:
         exploration_fraction=0.2,
         policy_kwargs={"net_arch": [64, 64]},
         # Knobs of the learned replay (the README's table); these values are the defaults.
-        contribution="td",
+        contribution="density_ratio",
+        candidate_pool=4,
         uniform_fraction=0.25,
         extractor_train_freq=500,
         seed=args.seed,

@@ -91,7 +91,10 @@ def main() -> None:
     print(f"{'algorithm':>18} | {'mean return':>11} | {'std':>6} | {'train s':>7}")
     for name, mean, std, seconds in rows:
         print(f"{name:>18} | {mean:11.1f} | {std:6.1f} | {seconds:7.0f}")
-    print("One seed is an anecdote; the multi-seed study is in docs/benchmarks/.")
+    print(
+        "One seed is an anecdote. Over 10 seeds the default is level with DQN on the classic suite (1.02x IQM AUC)\n"
+        "and leads on tasks that change during training (1.58x): docs/benchmarks/study/README.md."
+    )
     print(f"Learning curves: {plot_learning_curves(monitors, args.out / 'learning_curves.png')}")
 
 

@@ -11,9 +11,9 @@ from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hype
 #: rl-zoo3's tuned DQN entry for CartPole-v1, read from the installed rl_zoo3.
 ZOO_CARTPOLE = constructor_kwargs(zoo_hyperparams("CartPole-v1"))
 N_TIMESTEPS = 50_000
-#: A seed on which it solves the task (CPU, torch single-threaded as in conftest): 500 at the last check.
-#: (Checked again when label_interval went back to 1.) The study (docs/benchmarks) has the
-#: multi-seed picture, this test only checks that a known-good configuration still learns.
+#: A seed on which it solves the task (CPU, torch single-threaded as in conftest), checked again when
+#: the defaults became the density ratio x fresh |TD| (2026-12-06). The study (docs/benchmarks) has the
+#: multi-seed picture; this test only checks that a known-good configuration still learns.
 SEED = 2
 
 
