@@ -62,7 +62,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         study measured (docs/benchmarks/history.md); ``"fresh_td"`` with the same pool was level
         with it at 5 seeds, at a few percent less CPU time.
     :param alpha: Priority exponent on the scores, ``P ∝ (score + epsilon) ** alpha``, >= 0.
-    :param beta: Initial IS exponent in [0, 1], annealed to 1 over ``learn()``.
+    :param beta: Initial IS exponent in [0, 1], annealed to 1 over ``learn()``, for the label signals
+        (the density ratio's is ``ratio_is_exponent``, fixed; ``"fresh_td"``'s is 0).
     :param epsilon: Added to the scores, >= 0.
     :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1]: the guard against
         feedback loops and the control group of the influence signal.
