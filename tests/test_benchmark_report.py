@@ -173,6 +173,17 @@ def test_first_look_banner_follows_the_planned_seeds(tmp_path: Path) -> None:
     assert "First look, not the study" in build_report(runs, tmp_path / "c", reps=20, full_seeds=4).read_text()
 
 
+def test_ablations_are_complete_at_the_protocols_five_seeds(tmp_path: Path) -> None:
+    """The protocol runs ablations at 5 seeds, so a 10-seed study does not list a 5-seed ablation."""
+    runs = tmp_path / "runs"
+    make_runs(runs, seeds=range(6))  # complementary-td: seed 2 failed on one entry, so 5 complete
+    text = build_report(runs, tmp_path / "a", reps=20).read_text().split("## Headline")[0]
+    assert "First look, not the study" in text and "still filling in" not in text
+    (runs / "complementary-td__CartPole-v1__s5.json").unlink()  # 4 complete
+    text = build_report(runs, tmp_path / "b", reps=20).read_text().split("## Headline")[0]
+    assert "Ablations still filling in** (complete seeds of 5 planned): `complementary-td` (4)" in text
+
+
 def test_filling_banner_names_an_ablation_with_no_complete_seed(tmp_path: Path) -> None:
     """An ablation run on one entry only is not aggregated, so only the banner can say it is coming."""
     runs = tmp_path / "runs"
@@ -182,7 +193,7 @@ def test_filling_banner_names_an_ablation_with_no_complete_seed(tmp_path: Path) 
     write_run_file(runs, late)
     text = build_report(runs, tmp_path / "site", reps=20, full_seeds=3).read_text()
     banner = text.split("## Headline")[0]
-    assert "`complementary-td` (2), `late` (0)" in banner
+    assert f"`complementary-td` (2), `late` (0; done on 1 of {len(ENVS)} entries)" in banner
     assert "A contender at 0 has no row yet" in banner
     headline = text.split("## Headline")[1].split("\n## ")[0]
     assert "| `complementary-td` | 2 |" in headline and "`late`" not in headline

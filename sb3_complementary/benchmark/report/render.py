@@ -23,6 +23,8 @@ from sb3_complementary.benchmark.report.statistics import Statistics
 
 #: Seeds per (contender, entry) required by the protocol; fewer is marked "first look".
 FULL_SEEDS = 10
+#: Seeds the protocol plans for an ablation (never more than the study's own ``full_seeds``).
+ABLATION_SEEDS = 5
 
 #: Goal of docs/benchmarks/protocol.md.
 GOAL_IQM_RATIO = 1.10
@@ -55,6 +57,7 @@ def render_page(
     :param baselines: Contenders it is compared with.
     :param reference: Contender of the ratios (IQM and wall clock).
     :param full_seeds: Seeds per contender that the study calls complete; fewer get the "first look" banner.
+        Ablations are complete at ``min(full_seeds, ABLATION_SEEDS)``, the protocol's 5.
     :param suite_goals: The protocol's goals per suite (:func:`~.goals.suite_comparisons`); when given,
         they replace the single goal check over all entries.
     :return: The Markdown of ``README.md``.
@@ -79,6 +82,12 @@ def render_page(
 
 
 # --------------------------------------------------------------------------- sections
+
+
+def _entries_run(data: ReportData, contender: str) -> str:
+    """:return: ``"; done on k of n entries"`` when some entry has no done run of ``contender``, else ``""``."""
+    done = sum(bool(data.curves.get(contender, {}).get(env)) for env in data.envs)
+    return f"; done on {done} of {len(data.envs)} entries" if done < len(data.envs) else ""
 
 
 def _header_section(
@@ -106,15 +115,16 @@ def _header_section(
         if min_seeds < full_seeds
         else ""
     )
-    filling = [c for c in data.contenders if c not in headline and len(data.complete_seeds[c]) < full_seeds]
-    counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])})" for c in filling)
+    ablation_seeds = min(full_seeds, ABLATION_SEEDS)
+    filling = [c for c in data.contenders if c not in headline and len(data.complete_seeds[c]) < ablation_seeds]
+    counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])}{_entries_run(data, c)})" for c in filling)
     no_row = (
         " A contender at 0 has no row yet: none of its seeds is done on every entry."
         if any(not data.complete_seeds[c] for c in filling)
         else ""
     )
     filling_banner = (
-        f"> **Ablations still filling in** (complete seeds of {full_seeds} planned): {counts}. "
+        f"> **Ablations still filling in** (complete seeds of {ablation_seeds} planned): {counts}. "
         f"Their rows are a first look.{no_row}"
         if filling
         else ""
