@@ -27,6 +27,8 @@ CONTRIBUTIONS = tuple(IMPORTANCES)
 WEIGHTINGS = ("sampling", "loss")
 #: The fast memory of a buffer of 10,000 transitions or more, the size the study measured.
 DEFAULT_FAST_MEMORY = 2000
+#: A smaller buffer's fast memory is ``buffer_size // FAST_MEMORY_DIVISOR``, the study's 2000 of 10,000.
+FAST_MEMORY_DIVISOR = 5
 #: Percentiles of ``N * P(i)`` recorded as the weight range.
 WEIGHT_PERCENTILES = (5, 95)
 
@@ -156,7 +158,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         check_choice("contribution", contribution, CONTRIBUTIONS)
         check_choice("weighting", weighting, WEIGHTINGS)
         if fast_memory is None:
-            fast_memory = min(DEFAULT_FAST_MEMORY, max(1, self.buffer_size // 5))
+            fast_memory = min(DEFAULT_FAST_MEMORY, max(1, self.buffer_size // FAST_MEMORY_DIVISOR))
         check_range(
             "fast_memory", fast_memory, low=1, high=self.buffer_size if contribution == "density_ratio" else None
         )
