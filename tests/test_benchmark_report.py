@@ -173,6 +173,16 @@ def test_first_look_banner_follows_the_planned_seeds(tmp_path: Path) -> None:
     assert "First look, not the study" in build_report(runs, tmp_path / "c", reps=20, full_seeds=4).read_text()
 
 
+def test_ablation_setting_is_what_differs_from_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Knobs the ablation shares with the target are not listed; one the target sets and it does not is."""
+    monkeypatch.setitem(KWARGS, "complementary", {"alpha": 1.0, "candidate_pool": 4})
+    monkeypatch.setitem(KWARGS, "complementary-td", {"alpha": 1.0, "contribution": "td"})
+    runs = tmp_path / "runs"
+    make_runs(runs)
+    ablations = build_report(runs, tmp_path / "site", reps=20).read_text().split("## Ablations")[1]
+    assert "| `complementary-td` | `contribution='td'`, `candidate_pool` not set (its run's default) | 2 |" in ablations
+
+
 def test_ablations_are_complete_at_the_protocols_five_seeds(tmp_path: Path) -> None:
     """The protocol runs ablations at 5 seeds, so a 10-seed study does not list a 5-seed ablation."""
     runs = tmp_path / "runs"

@@ -399,12 +399,20 @@ def _goal_table(stats: Statistics, target: str, baselines: Sequence[str], refere
     return _table(["target", "measured", "met?"], rows)
 
 
+def _recorded_kwargs(data: ReportData, contender: str) -> dict[str, Any]:
+    """:return: The model keyword arguments a contender's first run file records (``{}`` if none)."""
+    return next((r.data["contender"].get("kwargs", {}) for r in data.records if r.contender == contender), {})
+
+
 def _ablation_table(data: ReportData, stats: Statistics, target: str, reference: str) -> str:
     """One row per ablation: its setting, IQM ratio to the target and P(target > ablation)."""
     rows = []
+    base = _recorded_kwargs(data, target)
     for ablation in stats.ablations:
-        kwargs = next(r.data["contender"].get("kwargs", {}) for r in data.records if r.contender == ablation)
-        setting = ", ".join(f"`{k}={v!r}`" for k, v in sorted(kwargs.items())) or "(none)"
+        kwargs = _recorded_kwargs(data, ablation)
+        changed = [f"`{k}={kwargs[k]!r}`" for k in sorted(kwargs) if k not in base or base[k] != kwargs[k]]
+        changed += [f"`{k}` not set (its run's default)" for k in sorted(base) if k not in kwargs]
+        setting = ", ".join(changed) or "(none)"
         vs_reference = stats.poi["AUC"].get((ablation, reference))
         rows.append(
             [
