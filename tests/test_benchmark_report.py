@@ -183,6 +183,19 @@ def test_ablation_setting_is_what_differs_from_the_target(tmp_path: Path, monkey
     assert "| `complementary-td` | `contribution='td'`, `candidate_pool` not set (its run's default) | 2 |" in ablations
 
 
+def test_an_ablation_done_on_some_entries_only_is_not_filling_in(tmp_path: Path) -> None:
+    """Lowest-score eviction runs only where the buffer fills: all its seeds done there, none elsewhere."""
+    runs = tmp_path / "runs"
+    make_runs(runs)
+    for seed in range(3):
+        record = synthetic_record("complementary-td", "CartPole-v1", seed)
+        record["run_id"], record["contender"] = f"evict__CartPole-v1__s{seed}", {**record["contender"], "name": "evict"}
+        write_run_file(runs, record)
+    banner = build_report(runs, tmp_path / "site", reps=20, full_seeds=3).read_text().split("## Headline")[0]
+    assert "`evict`" not in banner.split("Ablations still filling in")[1].split("\n")[0]
+    assert f"Ablations run on some entries only** (entries with 3 seeds done): `evict` (1 of {len(ENVS)})" in banner
+
+
 def test_ablations_are_complete_at_the_protocols_five_seeds(tmp_path: Path) -> None:
     """The protocol runs ablations at 5 seeds, so a 10-seed study does not list a 5-seed ablation."""
     runs = tmp_path / "runs"
@@ -203,7 +216,7 @@ def test_filling_banner_names_an_ablation_with_no_complete_seed(tmp_path: Path) 
     write_run_file(runs, late)
     text = build_report(runs, tmp_path / "site", reps=20, full_seeds=3).read_text()
     banner = text.split("## Headline")[0]
-    assert f"`complementary-td` (2), `late` (0; done on 1 of {len(ENVS)} entries)" in banner
+    assert "`complementary-td` (2), `late` (0)" in banner
     assert "A contender at 0 has no row yet" in banner
     headline = text.split("## Headline")[1].split("\n## ")[0]
     assert "| `complementary-td` | 2 |" in headline and "`late`" not in headline

@@ -84,10 +84,9 @@ def render_page(
 # --------------------------------------------------------------------------- sections
 
 
-def _entries_run(data: ReportData, contender: str) -> str:
-    """:return: ``"; done on k of n entries"`` when some entry has no done run of ``contender``, else ``""``."""
-    done = sum(bool(data.curves.get(contender, {}).get(env)) for env in data.envs)
-    return f"; done on {done} of {len(data.envs)} entries" if done < len(data.envs) else ""
+def _seeds_per_entry(data: ReportData, contender: str) -> dict[str, int]:
+    """:return: Done seeds of ``contender`` per entry it has run on (entries with none are left out)."""
+    return {env: len(data.curves[contender][env]) for env in data.envs if data.curves.get(contender, {}).get(env)}
 
 
 def _header_section(
@@ -116,8 +115,17 @@ def _header_section(
         else ""
     )
     ablation_seeds = min(full_seeds, ABLATION_SEEDS)
-    filling = [c for c in data.contenders if c not in headline and len(data.complete_seeds[c]) < ablation_seeds]
-    counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])}{_entries_run(data, c)})" for c in filling)
+    short = [c for c in data.contenders if c not in headline and len(data.complete_seeds[c]) < ablation_seeds]
+    # An ablation with its seeds done on some entries only was left off the others on purpose: it
+    # is not filling in, and only the per-environment tables show it.
+    partial = [
+        c
+        for c in short
+        if len(_seeds_per_entry(data, c)) < len(data.envs)
+        and min(_seeds_per_entry(data, c).values(), default=0) >= ablation_seeds
+    ]
+    filling = [c for c in short if c not in partial]
+    counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])})" for c in filling)
     no_row = (
         " A contender at 0 has no row yet: none of its seeds is done on every entry."
         if any(not data.complete_seeds[c] for c in filling)
@@ -129,6 +137,13 @@ def _header_section(
         if filling
         else ""
     )
+    partial_note = ", ".join(f"`{c}` ({len(_seeds_per_entry(data, c))} of {len(data.envs)})" for c in partial)
+    partial_banner = (
+        f"> **Ablations run on some entries only** (entries with {ablation_seeds} seeds done): {partial_note}. "
+        "They have no aggregate row; the per-environment tables show them."
+        if partial
+        else ""
+    )
     return _blocks(
         "# Benchmark results",
         "Regenerate every table and figure of this page from the run files:",
@@ -138,6 +153,7 @@ def _header_section(
         "the runs are produced by `python -m sb3_complementary.benchmark`.",
         first_look,
         filling_banner,
+        partial_banner,
     )
 
 
