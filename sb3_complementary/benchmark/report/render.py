@@ -118,11 +118,11 @@ def _header_section(
     short = [c for c in data.contenders if c not in headline and len(data.complete_seeds[c]) < ablation_seeds]
     # An ablation with its seeds done on some entries only was left off the others on purpose: it
     # is not filling in, and only the per-environment tables show it.
+    per_entry = {c: _seeds_per_entry(data, c) for c in short}
     partial = [
         c
         for c in short
-        if len(_seeds_per_entry(data, c)) < len(data.envs)
-        and min(_seeds_per_entry(data, c).values(), default=0) >= ablation_seeds
+        if len(per_entry[c]) < len(data.envs) and min(per_entry[c].values(), default=0) >= ablation_seeds
     ]
     filling = [c for c in short if c not in partial]
     counts = ", ".join(f"`{c}` ({len(data.complete_seeds[c])})" for c in filling)
@@ -137,7 +137,7 @@ def _header_section(
         if filling
         else ""
     )
-    partial_note = ", ".join(f"`{c}` ({len(_seeds_per_entry(data, c))} of {len(data.envs)})" for c in partial)
+    partial_note = ", ".join(f"`{c}` ({len(per_entry[c])} of {len(data.envs)})" for c in partial)
     partial_banner = (
         f"> **Ablations run on some entries only** (entries with {ablation_seeds} seeds done): {partial_note}. "
         "They have no aggregate row; the per-environment tables show them."
