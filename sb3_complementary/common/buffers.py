@@ -219,6 +219,9 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.features.add(pos, action.reshape((self.n_envs, self.action_dim)), reward, done, infos, self.n_added)
         super().add(obs, next_obs, action, reward, done, infos)
         self.n_added += 1
+        # The score array is current at once (a reader never sees the score of the row this one
+        # overwrote); only the tree update waits for the next draw (_flush_new).
+        self.scores[self.row_indices([pos])] = self._initial_score()
         self._unscored_rows.append(pos)
         if len(self._unscored_rows) >= 4096:  # bound the backlog when nothing samples for a long time
             self._flush_new()
@@ -304,10 +307,10 @@ class ComplementaryReplayBuffer(ReplayBuffer):
 
     def _flush_new(self) -> None:
         """
-        Give the rows added since the last flush their initial score, in one batched tree update.
+        Give the rows added since the last flush their initial priority, in one batched tree update.
 
-        Deferring this from ``add`` to the next read keeps the per-env-step cost of ``add`` at
-        SB3's level: one tree update per rollout instead of one per step.
+        ``add`` writes a new row's score at once; deferring the tree update to the next draw keeps
+        the per-env-step cost of ``add`` at SB3's level: one tree update per rollout, not per step.
         """
         if not self._unscored_rows:
             return

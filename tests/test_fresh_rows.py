@@ -1,0 +1,50 @@
+"""Rows added since the last re-score: every reader of the scores sees their initial score, never a stale one."""
+
+import numpy as np
+from gymnasium import spaces
+
+from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
+
+OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACT = spaces.Discrete(4)
+
+
+def test_a_new_row_reads_its_initial_score_before_any_flush():
+    buffer = ComplementaryReplayBuffer(16, OBS, ACT, device="cpu", initial_score="neutral")
+    buffer.neutral_score = 1.0
+    fill_buffer(buffer, 4)
+    buffer.set_all_scores(buffer.valid_indices(), np.full(4, 7.0))
+    fill_buffer(buffer, 3, seed=1)  # rows 4-6: not flushed yet
+    np.testing.assert_array_equal(buffer.scores[4:7], 1.0)
+    np.testing.assert_array_equal(buffer.scores[:4], 7.0)
+
+
+def test_a_recycled_row_does_not_inherit_the_evicted_rows_score():
+    """Once the buffer wraps, an overwritten row gets the initial score, not the weight of the row it replaced."""
+    buffer = ComplementaryReplayBuffer(8, OBS, ACT, device="cpu", initial_score="neutral")
+    buffer.neutral_score = 1.0
+    fill_buffer(buffer, 8)
+    buffer.set_all_scores(buffer.valid_indices(), np.full(8, 10.0))
+    fill_buffer(buffer, 2, seed=1)  # overwrites rows 0 and 1
+    np.testing.assert_array_equal(buffer.scores[:2], 1.0)
+    np.testing.assert_array_equal(buffer.scores[2:], 10.0)
+    leaves, _ = buffer._leaves()  # what the next tree draw sees agrees with the scores
+    np.testing.assert_allclose(leaves[:2], buffer.priority(1.0))
+
+
+def test_the_default_pool_scores_fresh_candidates_at_the_neutral_ratio():
+    """
+    The default's draw (density ratio x fresh |TD| on a pool): a transition added since the last
+    re-score counts at the mean ratio, 1, so its score is its fresh |TD|, not the floor.
+    """
+    model = ComplementaryDQN(
+        "MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **TINY_EXTRACTOR, "buffer_size": 300, "fast_memory": 50}
+    )
+    model.learn(650)  # wrapped twice; the last re-score was at step 600
+    buffer = model.replay_buffer
+    pending = buffer.row_indices(np.unique(buffer._unscored_rows))
+    assert len(pending) > 0
+    np.testing.assert_array_equal(buffer.scores[pending], 1.0)
+    td = np.full(len(pending), 0.5)
+    np.testing.assert_allclose(model.importance.candidate_scores(model, pending, td), 0.5)
