@@ -3,7 +3,7 @@
 import numpy as np
 from gymnasium import spaces
 
-from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer
+from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
 
 OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
@@ -48,3 +48,26 @@ def test_the_default_pool_scores_fresh_candidates_at_the_neutral_ratio():
     np.testing.assert_array_equal(buffer.scores[pending], 1.0)
     td = np.full(len(pending), 0.5)
     np.testing.assert_allclose(model.importance.candidate_scores(model, pending, td), 0.5)
+
+
+def test_a_buffer_loaded_with_a_changed_priority_map_keeps_the_pending_rows_initial_score(tmp_path):
+    """
+    ``load_replay_buffer`` into a model whose ``alpha`` differs rebuilds the tree from the scores; the
+    rows not yet flushed when the buffer was pickled (a pickle written before c0e532d holds 0 for
+    them) get their initial score, not 0, which under PER would never replay them.
+    """
+    model = PrioritizedDQN("MlpPolicy", "CartPole-v1", seed=0, **TINY_DQN)
+    model.learn(300)
+    buffer = model.replay_buffer
+    for _ in range(3):  # rows added after the last draw: not flushed into the tree yet
+        obs = model.observation_space.sample()[None]
+        buffer.add(obs, obs, np.array([[0]]), np.ones(1), np.zeros(1), [{}])
+    pending = buffer.row_indices(np.unique(buffer._unscored_rows))
+    assert len(pending) > 0
+    buffer.scores[pending] = 0.0  # as a pickle from before c0e532d holds them
+    model.save_replay_buffer(tmp_path / "buffer")
+    loaded = PrioritizedDQN("MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, "alpha": 0.3})
+    loaded.load_replay_buffer(tmp_path / "buffer")
+    replay = loaded.replay_buffer
+    np.testing.assert_allclose(replay.scores[pending], replay.max_score)
+    np.testing.assert_allclose(replay.tree.leaves[pending], replay.priority(replay.max_score))

@@ -420,6 +420,15 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         priorities[indices] = self.priority(scores)
         self.tree.set_all(priorities)
 
+    def rebuild_priorities(self) -> None:
+        """
+        Recompute every priority from the stored scores, the rows not yet flushed at their initial
+        score: what a change of ``alpha``, ``epsilon`` or ``score_floor`` (the priority map) needs.
+        """
+        self._flush_new()
+        indices = self.valid_indices()
+        self.set_all_scores(indices, self.scores[indices])
+
     def feature_matrix(self, indices: np.ndarray, td_abs: np.ndarray | None = None) -> np.ndarray:
         """
         ``(n, n_features)`` extractor input of some transitions, as of now.

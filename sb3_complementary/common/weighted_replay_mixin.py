@@ -386,8 +386,7 @@ class WeightedReplayMixin(_Base):
         for knob in changed:
             setattr(buffer, knob, getattr(self, knob))
         if {"alpha", "epsilon", "score_floor"} & set(changed):
-            indices = buffer.valid_indices()
-            buffer.set_all_scores(indices, buffer.scores[indices])
+            buffer.rebuild_priorities()
 
     def _migrate_buffer(self, old: ReplayBuffer) -> ComplementaryReplayBuffer:
         assert self.replay_buffer_class is not None
