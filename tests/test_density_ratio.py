@@ -90,7 +90,7 @@ def test_fits_never_train_on_the_held_out_slice(monkeypatch):
     monkeypatch.setattr(buffer, "ratio_inputs", recording)
     density_ratio.fit_classifier(extractor, buffer, 100, 20, 64, np.random.default_rng(0))
     trained = np.concatenate(seen)
-    assert not density_ratio.held_out(trained).any()
+    assert not density_ratio.held_out(trained, buffer.n_envs).any()
     fast = trained.reshape(20, 64)[:, :32]
     assert fast.min() >= 700  # the first half of every batch is the fast memory
 
@@ -137,10 +137,40 @@ def test_model_fits_rescores_and_reports_diagnostics():
     assert model.replay_buffer.beta == 0.0  # the ratio is not undone by IS weights
 
 
-@pytest.mark.parametrize(("buffer_size", "expected"), [(100_000, 2000), (10_000, 2000), (5000, 1000), (3, 1)])
+@pytest.mark.parametrize(
+    ("buffer_size", "expected"), [(100_000, 2000), (10_000, 2000), (5000, 1000), (100, 20), (40, 16)]
+)
 def test_default_fast_memory_is_2000_or_a_fifth_of_a_smaller_buffer(buffer_size, expected):
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", buffer_size=buffer_size, device="cpu")
     assert model.fast_memory == expected
+
+
+def test_a_buffer_too_small_for_the_classifier_says_so():
+    """Below 32 transitions the fast memory cannot be held out and fitted: the default warns, it does not go silent."""
+    with pytest.warns(UserWarning, match=r"buffer_size=20 is below twice the smallest fast memory \(16\)"):
+        model = ComplementaryDQN("MlpPolicy", "CartPole-v1", buffer_size=20, device="cpu")
+    assert model.fast_memory == 16
+
+
+@pytest.mark.parametrize("n_envs", [1, 2, 8, 16])
+def test_the_held_out_slice_spans_every_env_and_every_env_is_trained_on(n_envs):
+    rows = 64
+    indices = np.arange(rows * n_envs)
+    held = density_ratio.held_out(indices, n_envs)
+    envs = indices % n_envs
+    assert set(envs[held]) == set(range(n_envs))
+    assert set(envs[~held]) == set(range(n_envs))
+    assert held.mean() == pytest.approx(1 / density_ratio.HOLDOUT_MODULUS)
+    if n_envs == 1:  # one env: the slice of the studies, every 8th transition
+        np.testing.assert_array_equal(held, indices % 8 == 0)
+
+
+@pytest.mark.parametrize("n_envs", [2, 8])
+def test_the_fast_memory_holds_held_out_rows_with_many_envs(n_envs):
+    buffer = shifted_buffer(200, 20, shift=3.0, n_envs=n_envs)
+    fast = buffer.recent_indices(density_ratio.MIN_FAST_MEMORY)
+    assert density_ratio.held_out(fast, n_envs).any()
+    assert np.isfinite(fitted_auc(buffer, density_ratio.MIN_FAST_MEMORY, steps=50))
 
 
 def test_fast_memory_waits_for_a_buffer_twice_its_size():
@@ -201,8 +231,8 @@ def test_queries_write_nothing():
     [
         ("ratio_temperature", 0.0, r"ratio_temperature must be in \(0.0, inf\], got 0.0"),
         ("ratio_cap", 0.5, r"ratio_cap must be in \[1.0, inf\], got 0.5"),
-        ("fast_memory", 0, r"fast_memory must be in \[1, 500\], got 0"),
-        ("fast_memory", 501, r"fast_memory must be in \[1, 500\], got 501"),
+        ("fast_memory", 1, r"fast_memory must be in \[16, 250\], got 1"),
+        ("fast_memory", 251, r"fast_memory must be in \[16, 250\], got 251"),
         ("weighting", "both", r"weighting must be one of \['sampling', 'loss'\], got 'both'"),
         ("ratio_is_exponent", 1.5, r"ratio_is_exponent must be in \[0.0, 1.0\], got 1.5"),
     ],

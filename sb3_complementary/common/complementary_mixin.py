@@ -12,6 +12,7 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from sb3_complementary.common.buffers import ComplementaryReplayBuffer, WeightedSamples
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, make_signal
+from sb3_complementary.common.density_ratio import MIN_FAST_MEMORY
 from sb3_complementary.common.extractor import ExperienceExtractor
 from sb3_complementary.common.importance import IMPORTANCES, ReplayImportance, importance_for
 from sb3_complementary.common.label_store import LabelStore
@@ -97,9 +98,10 @@ class ComplementaryMixin(WeightedReplayMixin):
         With ``"density_ratio"`` a candidate's score is its ratio weight times its fresh ``|TD|``.
         With HER the pool is relabelled before it is scored (the buffer's ``gather_pool``).
     :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest
-        transitions (indices into the buffer, never a copy), >= 1 and at most the buffer size.
-        Default: 2,000, or a fifth of a smaller buffer (the study's smallest buffer, 10,000
-        transitions, had its fast memory at a fifth).
+        transitions (indices into the buffer, never a copy), in ``[16, buffer_size // 2]``: it must
+        hold held-out transitions for the classifier's AUC, and the classifier fits once the
+        buffer holds twice the fast memory. Default: 2,000, or a fifth of a smaller buffer (the
+        study's smallest buffer, 10,000 transitions, had its fast memory at a fifth), at least 16.
     :param ratio_temperature: ``"density_ratio"``: the ratio enters as ``ratio ** (1 / T)``, > 0.
     :param ratio_cap: ``"density_ratio"``: largest self-normalised weight, >= 1.
     :param weighting: ``"sampling"`` (draw ∝ the mixture of the uniform share and the scores) or
@@ -157,11 +159,19 @@ class ComplementaryMixin(WeightedReplayMixin):
         )
         check_choice("contribution", contribution, CONTRIBUTIONS)
         check_choice("weighting", weighting, WEIGHTINGS)
+        # The classifier fits once the buffer holds twice the fast memory (fast and slow must differ).
+        fittable = self.buffer_size // 2 if contribution == "density_ratio" else None
         if fast_memory is None:
-            fast_memory = min(DEFAULT_FAST_MEMORY, max(1, self.buffer_size // FAST_MEMORY_DIVISOR))
-        check_range(
-            "fast_memory", fast_memory, low=1, high=self.buffer_size if contribution == "density_ratio" else None
-        )
+            fast_memory = min(DEFAULT_FAST_MEMORY, max(MIN_FAST_MEMORY, self.buffer_size // FAST_MEMORY_DIVISOR))
+            if fittable is not None and fast_memory > fittable:
+                warnings.warn(
+                    f"buffer_size={self.buffer_size} is below twice the smallest fast memory ({MIN_FAST_MEMORY}): "
+                    "the density-ratio classifier can never be fitted, so its weights stay 1 and only fresh |TD| "
+                    f"selects; use buffer_size >= {2 * MIN_FAST_MEMORY}",
+                    stacklevel=2,
+                )
+        else:
+            check_range("fast_memory", fast_memory, low=MIN_FAST_MEMORY, high=fittable)
         check_range("ratio_temperature", ratio_temperature, low=0.0, low_open=True)
         check_range("ratio_cap", ratio_cap, low=1.0)
         check_range("ratio_is_exponent", ratio_is_exponent, low=0.0, high=1.0)

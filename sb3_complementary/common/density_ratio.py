@@ -11,8 +11,10 @@ fast memory does (likelihood-free importance weights, Sinha et al., L4DC 2022).
 The ratio is tempered (``w ** (1 / T)``), self-normalised to mean 1 over the buffer and capped;
 the replay mixes it with a uniform share (see ``sampling_probabilities`` of the buffer).
 
-A fixed slice of the buffer (flat indices divisible by :data:`HOLDOUT_MODULUS`) is never trained
-on: the classifier's ROC AUC on it is the held-out evidence that the extractor learns something.
+A fixed slice of the buffer (a transition at row ``r`` of env ``e`` with ``(r + e) % HOLDOUT_MODULUS
+== 0``: one row in eight of every env, and one env in eight of every row) is never trained on: the
+classifier's ROC AUC on it is the held-out evidence that the extractor learns something. A fast
+memory of at least :data:`MIN_FAST_MEMORY` transitions always holds some of it.
 """
 
 import warnings
@@ -25,15 +27,24 @@ from torch.nn import functional as F
 from sb3_complementary.common.buffers import ComplementaryReplayBuffer
 from sb3_complementary.common.extractor import ExperienceExtractor
 
-#: Flat indices ``i`` with ``i % HOLDOUT_MODULUS == 0`` are held out of every fit.
+#: Transitions at row ``r`` of env ``e`` with ``(r + e) % HOLDOUT_MODULUS == 0`` are held out of every fit.
 HOLDOUT_MODULUS = 8
+#: The smallest fast memory: twice the held-out period, so that it holds held-out and trainable transitions.
+MIN_FAST_MEMORY = 2 * HOLDOUT_MODULUS
 #: Held-out transitions drawn from the slow memory to measure the ROC AUC.
 AUC_SAMPLE = 2048
 
 
-def held_out(indices: np.ndarray) -> np.ndarray:
-    """``(n,)`` True where a flat index belongs to the held-out slice."""
-    return indices % HOLDOUT_MODULUS == 0
+def held_out(indices: np.ndarray, n_envs: int) -> np.ndarray:
+    """
+    ``(n,)`` True where a flat index ``row * n_envs + env`` belongs to the held-out slice.
+
+    The slice is ``(row + env) % HOLDOUT_MODULUS == 0``, not ``index % HOLDOUT_MODULUS``: with an
+    even ``n_envs`` the latter would hold out env 0 only (and never train on it with 8 or 16 envs).
+    With one env both are the same slice.
+    """
+    rows, envs = np.divmod(indices, n_envs)
+    return (rows + envs) % HOLDOUT_MODULUS == 0
 
 
 def fit_ready(buffer: ComplementaryReplayBuffer, fast_memory: int) -> bool:
@@ -41,9 +52,9 @@ def fit_ready(buffer: ComplementaryReplayBuffer, fast_memory: int) -> bool:
     return buffer.n_valid() >= 2 * fast_memory
 
 
-def _slice(pool: np.ndarray, held: bool) -> np.ndarray:
+def _slice(pool: np.ndarray, held: bool, n_envs: int) -> np.ndarray:
     """The held-out (``held``) or the trainable part of some flat indices."""
-    return pool[held_out(pool) == held]
+    return pool[held_out(pool, n_envs) == held]
 
 
 def _draw(pool: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -70,8 +81,8 @@ def fit_classifier(
     :return: The mean loss over the steps.
     """
     # Filtered once per fit, not per step: the slow pool is the whole buffer.
-    fast_pool = _slice(buffer.recent_indices(fast_memory), held=False)
-    slow_pool = _slice(buffer.valid_indices(), held=False)
+    fast_pool = _slice(buffer.recent_indices(fast_memory), held=False, n_envs=buffer.n_envs)
+    slow_pool = _slice(buffer.valid_indices(), held=False, n_envs=buffer.n_envs)
     n_fast = batch_size // 2
     labels = th.cat([th.ones(n_fast), th.zeros(batch_size - n_fast)]).to(extractor.device)
     losses = []
@@ -103,8 +114,8 @@ def held_out_auc(
     ROC AUC of the classifier on held-out transitions: every held-out one of the fast memory
     against :data:`AUC_SAMPLE` held-out ones of the whole buffer. 0.5 = it cannot tell them apart.
     """
-    fast = _slice(buffer.recent_indices(fast_memory), held=True)
-    slow = _draw(_slice(buffer.valid_indices(), held=True), AUC_SAMPLE, rng)
+    fast = _slice(buffer.recent_indices(fast_memory), held=True, n_envs=buffer.n_envs)
+    slow = _draw(_slice(buffer.valid_indices(), held=True, n_envs=buffer.n_envs), AUC_SAMPLE, rng)
     indices = np.concatenate([fast, slow])
     logits = extractor.logits(th.as_tensor(buffer.ratio_inputs(indices), device=extractor.device))
     labels = np.concatenate([np.ones(len(fast)), np.zeros(len(slow))])
