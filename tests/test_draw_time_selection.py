@@ -242,3 +242,19 @@ def test_all_zero_priorities_select_uniformly():
     assert batch.control.all()
     assert set(batch.indices) <= set(candidates)
     np.testing.assert_allclose(rates, 1.0)
+
+
+def test_crossq_measures_a_pool_by_batch_norm_chunks_of_the_train_steps_size():
+    """
+    CrossQ normalises a train step's joint pass by B + B rows: the pool's |TD| is measured in chunks
+    of ``batch_size``, so the first chunk of a pool of two batches reads exactly as that chunk alone
+    (a joint pass over the whole pool, 2B + 2B rows, gave other values).
+    """
+    model = build("ComplementaryCrossQ", candidate_pool=2, learning_starts=50)
+    model.learn(300)
+    n = model.batch_size
+    pool = model.replay_buffer.get_samples_at(np.arange(2 * n))
+    first = model.replay_buffer.get_samples_at(np.arange(n))
+    measured = model._current_td_abs(pool)
+    assert measured.shape == (2 * n,)
+    np.testing.assert_array_equal(measured[:n], model._current_td_abs(first))

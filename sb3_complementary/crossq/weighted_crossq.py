@@ -4,6 +4,7 @@ import numpy as np
 import torch as th
 from sb3_contrib import CrossQ
 
+from sb3_complementary.common.buffers import take_rows
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
@@ -70,18 +71,27 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
 
     def _current_td_abs(self, data: Samples) -> np.ndarray:
         """
-        The train step's ``|TD|``, measured the way it measures it: the joint training-mode pass,
-        whose running batch-norm statistics are put back afterwards (see the mixin's method).
+        ``(P,)`` the train step's ``|TD|``, measured the way it measures it: joint training-mode
+        passes of ``batch_size`` rows each, so that batch norm normalises every candidate by
+        ``B + B`` rows as the train step does, not by the whole pool's ``P + P``. The statistics
+        are those of the candidate's chunk of the pool, not of the batch it will train in (which
+        the selection has not chosen yet): the nearest measurement that exists before the pick.
+        The running batch-norm statistics are put back afterwards (see the mixin's method).
         """
         buffers = list(self.critic.buffers())
         saved = [buffer.clone() for buffer in buffers]
+        n = len(data.rewards)
         try:
             with side_effect_free(self.policy, self.device):
-                next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
-                all_q_values = self._joint_q_values(data, next_actions)
-                current_q_values, next_q_values = th.split(all_q_values, len(data.rewards), dim=0)
-                target = self._soft_target(data, next_q_values, next_log_prob, self._current_ent_coef())
-                return (current_q_values[:, :1] - target).abs().cpu().numpy().reshape(-1)
+                td_abs = []
+                for start in range(0, n, self.batch_size):
+                    chunk = take_rows(data, np.arange(start, min(start + self.batch_size, n)))
+                    next_actions, next_log_prob = self.actor.action_log_prob(chunk.next_observations)
+                    all_q_values = self._joint_q_values(chunk, next_actions)
+                    current_q_values, next_q_values = th.split(all_q_values, len(chunk.rewards), dim=0)
+                    target = self._soft_target(chunk, next_q_values, next_log_prob, self._current_ent_coef())
+                    td_abs.append((current_q_values[:, :1] - target).abs().cpu().numpy().reshape(-1))
+                return np.concatenate(td_abs)
         finally:
             for buffer, value in zip(buffers, saved, strict=True):
                 buffer.copy_(value)
