@@ -14,6 +14,7 @@ from stable_baselines3.her import HerReplayBuffer
 
 import sb3_complementary
 from sb3_complementary import ComplementaryReplayBuffer
+from sb3_complementary.common.actor_critic_defaults import ActorCriticComplementaryMixin
 from sb3_complementary.common.complementary_mixin import ComplementaryMixin
 from sb3_complementary.crossq.policies import MultiInputPolicy as CrossQMultiInputPolicy
 from tests.algorithms import SPECS, STEPS, build, build_parent
@@ -74,22 +75,34 @@ def test_save_load_same_predictions_and_scores(saved):
 
 @pytest.mark.parametrize("name", [name for name in ALGOS if SPECS[name].complementary])
 def test_the_defaults_fit_the_classifier_select_from_a_pool_and_round_trip(name, tmp_path):
-    """At its constructor defaults (density ratio x fresh |TD| on a pool of 4), with a tiny schedule."""
+    """
+    At its constructor defaults, with a tiny schedule. The DQN family: density ratio x fresh |TD| on
+    a pool of 4. The actor-critic classes: the same classifier, uniform draws (alpha 0, no pool).
+    """
     spec = SPECS[name]
+    actor_critic = issubclass(spec.cls, ActorCriticComplementaryMixin)
+    pool, alpha = (0, 0.0) if actor_critic else (4, 1.0)
     settings = spec.parent_kwargs(seed=0)  # a copy: SB3 writes into policy_kwargs
     model = spec.cls("MlpPolicy", spec.env_id, extractor_train_freq=100, refresh_interval=100, **settings)
-    assert (model.contribution, model.candidate_pool, model.fast_memory) == (
+    assert (model.contribution, model.candidate_pool, model.alpha, model.fast_memory) == (
         "density_ratio",
-        4,
+        pool,
+        alpha,
         spec.kwargs["buffer_size"] // 5,
     )
     model.learn(3 * spec.kwargs["buffer_size"] // 5 + 100)  # past twice the fast memory: the classifier fits
-    assert np.isfinite(model.extractor_auc) and model._selection_rates
+    assert np.isfinite(model.extractor_auc)
     weights = model.replay_buffer.scores[model.replay_buffer.valid_indices()]
     assert weights.std() > 0 and np.isclose(weights.mean(), 1.0, atol=0.05)  # self-normalised ratio weights
+    if actor_critic:  # the ratio is fitted, but the draws are uniform and the IS weights 1
+        assert not model._selection_rates
+        np.testing.assert_allclose(model.replay_buffer.replay_weights(), 1.0)
+        np.testing.assert_allclose(model.replay_buffer.sample_weighted(64).weights.numpy(), 1.0)
+    else:
+        assert model._selection_rates
     model.save(tmp_path / "model")
     loaded = spec.cls.load(tmp_path / "model.zip", device="cpu")
-    assert (loaded.contribution, loaded.candidate_pool, loaded.fast_memory) == ("density_ratio", 4, model.fast_memory)
+    assert (loaded.contribution, loaded.candidate_pool, loaded.alpha) == ("density_ratio", pool, alpha)
     for key, value in model.extractor.state_dict().items():
         assert th.equal(loaded.extractor.state_dict()[key], value), key
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import sb3_complementary
+from sb3_complementary.common.actor_critic_defaults import ActorCriticComplementaryMixin
 
 ROOT = Path(__file__).parents[1]
 #: Files outside the repository that older docs used to cite.
@@ -42,7 +43,10 @@ def test_algorithm_docstrings_say_what_the_default_does():
         if isinstance(obj, type) and name.startswith("Complementary") and hasattr(obj, "learn"):
             doc = obj.__doc__ or ""
             assert "demonstrably" not in doc, f"{name} claims more than its default does"
-            says_default = 'contribution="density_ratio"' in doc and "|TD|" in doc
+            if issubclass(obj, ActorCriticComplementaryMixin):  # uniform draws by default
+                says_default = 'contribution="density_ratio"' in doc and "``alpha=0``" in doc and "uniform" in doc
+            else:
+                says_default = 'contribution="density_ratio"' in doc and "|TD|" in doc
             assert says_default, f"{name} does not say what its default learns"
 
 

@@ -184,8 +184,10 @@ def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: 
         assert isinstance(model.replay_buffer, HerReplayBuffer) and type(model.replay_buffer) is model.her_buffer_class
     if complementary and model.importance.learns_labels:
         assert len(model.label_store) > 0  # the contribution signal labelled trained batches
-    elif complementary:
-        assert model._selection_rates  # the default: every batch was picked from a scored candidate pool
+    elif complementary and model.candidate_pool:
+        assert model._selection_rates  # the DQN family's default: every batch was picked from a scored pool
+    elif complementary:  # the actor-critic default: uniform draws, unit IS weights
+        assert model.alpha == 0.0 and not model._selection_rates
 
 
 def test_user_yaml_and_python_conf_files(tmp_path: Path) -> None:

@@ -115,9 +115,7 @@ def test_constructor_defaults_lie_inside_the_search_space(name: str) -> None:
     register_algorithms()
     algorithm = ALGOS[name]
     defaults = {
-        key: p.default
-        for key, p in inspect.signature(algorithm.__init__).parameters.items()
-        if key in EXPECTED_KNOBS[name]
+        key: p.default for key, p in inspect.signature(algorithm).parameters.items() if key in EXPECTED_KNOBS[name]
     }
     assert set(defaults) == EXPECTED_KNOBS[name]
     trial = _trial(1)

@@ -5,18 +5,19 @@ from typing import ClassVar
 from sb3_contrib.crossq.policies import MlpPolicy
 from stable_baselines3.common.policies import BasePolicy
 
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.common.actor_critic_defaults import ActorCriticComplementaryMixin
 from sb3_complementary.crossq.policies import MultiInputPolicy
 from sb3_complementary.crossq.weighted_crossq import WeightedCrossQ
 
 
-class ComplementaryCrossQ(ComplementaryMixin, WeightedCrossQ):
+class ComplementaryCrossQ(ActorCriticComplementaryMixin, WeightedCrossQ):
     """
     CrossQ with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
-    extractor classifies the freshest transitions against the whole buffer, and each gradient step
-    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
-    ``|TD|`` measured now; the other signals are knobs.
+    transition. By default (``contribution="density_ratio"``, ``alpha=0``, ``candidate_pool=0``) the
+    extractor classifies the freshest transitions against the whole buffer and logs its ratio, but
+    the draws stay uniform: the DQN family's selection (``alpha=1.0, candidate_pool=4``) fell far
+    below SAC on LunarLanderContinuous-v3 (see
+    :class:`~sb3_complementary.common.actor_critic_defaults.ActorCriticComplementaryMixin`).
 
     The IS weights multiply each sample's critic loss ``0.5 Σ_c (Q_c(s, a) - y)²``; the actor
     and entropy-coefficient losses stay unweighted. The influence signal is measured on the critic loss at
@@ -26,7 +27,7 @@ class ComplementaryCrossQ(ComplementaryMixin, WeightedCrossQ):
     ``"MultiInputPolicy"`` (this package's, for ``Dict`` observations and HER) goes beyond it. It
     takes every argument of sb3-contrib's ``CrossQ`` (positional ones included), plus the keyword knobs of
     :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
-    (the same for every algorithm).
+    (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {

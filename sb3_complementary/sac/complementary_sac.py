@@ -5,17 +5,18 @@ from typing import ClassVar
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.sac.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.common.actor_critic_defaults import ActorCriticComplementaryMixin
 from sb3_complementary.sac.weighted_sac import WeightedSAC
 
 
-class ComplementarySAC(ComplementaryMixin, WeightedSAC):
+class ComplementarySAC(ActorCriticComplementaryMixin, WeightedSAC):
     """
     SAC with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
-    extractor classifies the freshest transitions against the whole buffer, and each gradient step
-    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
-    ``|TD|`` measured now; the other signals are knobs.
+    transition. By default (``contribution="density_ratio"``, ``alpha=0``, ``candidate_pool=0``) the
+    extractor classifies the freshest transitions against the whole buffer and logs its ratio, but
+    the draws stay uniform: the DQN family's selection (``alpha=1.0, candidate_pool=4``) fell far
+    below SAC on LunarLanderContinuous-v3 (see
+    :class:`~sb3_complementary.common.actor_critic_defaults.ActorCriticComplementaryMixin`).
 
     The IS weights multiply each sample's critic loss ``0.5 Σ_c (Q_c(s, a) - y)²``; the actor
     and entropy-coefficient losses stay unweighted. The influence signal is measured on the critic loss at
@@ -24,7 +25,7 @@ class ComplementarySAC(ComplementaryMixin, WeightedSAC):
     Drop-in: ``ComplementarySAC("MlpPolicy", env).learn(...)`` works wherever ``SAC`` does. It
     takes every argument of SB3's ``SAC`` (positional ones included), plus the keyword knobs of
     :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
-    (the same for every algorithm).
+    (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {

@@ -33,10 +33,11 @@ def sample_replay_knobs(trial: optuna.Trial) -> dict[str, Any]:
     Knobs of every weighted replay: how peaked the sampling is and how much of it stays uniform.
 
     :param trial: The Optuna trial.
-    :return: ``alpha`` in [0.2, 1] and ``uniform_fraction`` in [0, 0.5].
+    :return: ``alpha`` in [0, 1] (0: uniform draws, the actor-critic default) and ``uniform_fraction``
+        in [0, 0.5].
     """
     return {
-        "alpha": trial.suggest_float("alpha", 0.2, 1.0),
+        "alpha": trial.suggest_float("alpha", 0.0, 1.0),
         "uniform_fraction": trial.suggest_float("uniform_fraction", 0.0, 0.5),
     }
 
@@ -48,14 +49,16 @@ def sample_complementary_knobs(trial: optuna.Trial) -> dict[str, Any]:
     :param trial: The Optuna trial.
     :return: The replay knobs, ``extractor_lr_ratio`` (log, [0.03, 1]), ``refresh_interval``
         (log, [250, 4000] env steps), ``coupling_coef`` (log, [1e-3, 1]) and ``contribution``
-        (every kind of replay score of the package, the default density ratio included).
+        (every kind of replay score of the package that the class's default ``candidate_pool``
+        admits, the default density ratio included; ``fresh_td`` needs a pool, which the
+        actor-critic classes do not draw by default, so it is not sampled).
     """
     return {
         **sample_replay_knobs(trial),
         "extractor_lr_ratio": trial.suggest_float("extractor_lr_ratio", 0.03, 1.0, log=True),
         "refresh_interval": trial.suggest_int("refresh_interval", 250, 4000, log=True),
         "coupling_coef": trial.suggest_float("coupling_coef", 1e-3, 1.0, log=True),
-        "contribution": trial.suggest_categorical("contribution", list(IMPORTANCES)),
+        "contribution": trial.suggest_categorical("contribution", [k for k in IMPORTANCES if k != "fresh_td"]),
     }
 
 
