@@ -225,3 +225,26 @@ def test_export_appends_zip_and_resumes_in_the_parent(tmp_path: pathlib.Path) ->
     assert loaded.num_timesteps == model.num_timesteps
     loaded.learn(50, reset_num_timesteps=False)
     assert loaded.num_timesteps == model.num_timesteps + 50
+
+
+def test_the_onnx_route_acts_as_predict(tmp_path: pathlib.Path) -> None:
+    """docs/exporting.md's ONNX block (skipped by the docs test, which cannot assume onnx): the same steps."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    docs = pathlib.Path(__file__).resolve().parents[1] / "docs" / "exporting.md"
+    greedy = docs.read_text().split("class GreedyQNetwork", 1)[1].split("\n\n\n", 1)[0]
+    namespace: dict[str, Any] = {"th": th}
+    exec("class GreedyQNetwork" + greedy, namespace)
+    model = _dqn(ComplementaryDQN).learn(STEPS)
+    deployed = DQN.load(export_to_sb3(model, tmp_path / "dqn"), device="cpu")
+    obs = np.asarray(fixed_observations(model), dtype=np.float32)
+    th.onnx.export(
+        namespace["GreedyQNetwork"](deployed.policy.q_net).eval(),
+        (th.as_tensor(obs),),
+        str(tmp_path / "dqn.onnx"),
+        input_names=["observation"],
+        dynamic_axes={"observation": {0: "batch"}},
+        dynamo=False,
+    )
+    session = ort.InferenceSession(str(tmp_path / "dqn.onnx"))
+    np.testing.assert_array_equal(session.run(None, {"observation": obs})[0], model.predict(obs, deterministic=True)[0])
