@@ -6,6 +6,8 @@ and the export of a CUDA-trained model. The tests marked ``gpu`` skip without CU
 """
 
 import pathlib
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -166,3 +168,14 @@ def test_a_cuda_model_exports_for_the_cpu(name: str, tmp_path: pathlib.Path) -> 
     assert {p.device.type for p in deployed.policy.parameters()} == {"cpu"}
     for key, value in model.policy.state_dict().items():
         assert th.equal(value.cpu(), deployed.policy.state_dict()[key])
+
+
+@pytest.mark.skipif(th.cuda.is_available(), reason="checks the refusal where CUDA is absent")
+def test_the_cuda_benchmark_refuses_without_cuda() -> None:
+    root = pathlib.Path(__file__).resolve().parents[1]
+    for args in (["--device", "cuda"], ["--only", "gpu"]):
+        done = subprocess.run(
+            [sys.executable, str(root / "benchmarks" / "perf.py"), *args], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 2, done.stderr
+        assert "CUDA is not available" in done.stderr
