@@ -248,3 +248,22 @@ def test_the_onnx_route_acts_as_predict(tmp_path: pathlib.Path) -> None:
     )
     session = ort.InferenceSession(str(tmp_path / "dqn.onnx"))
     np.testing.assert_array_equal(session.run(None, {"observation": obs})[0], model.predict(obs, deterministic=True)[0])
+
+
+def test_a_her_model_exports_with_sb3s_her_buffer(tmp_path: pathlib.Path) -> None:
+    """This package's HER buffer becomes SB3's, with the HER arguments kept and the replay knobs dropped."""
+    from stable_baselines3.her import HerReplayBuffer
+
+    her = {"n_sampled_goal": 2, "goal_selection_strategy": "final"}
+    env = BitFlippingEnv(n_bits=4)
+    settings = {**TINY_DQN, "learning_starts": 100}
+    model = PrioritizedDQN(
+        "MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=her, seed=0, **settings
+    )
+    path = export_to_sb3(model.learn(200), tmp_path / "her")
+    assert references_the_package(path) == []
+    loaded = DQN.load(path, env=BitFlippingEnv(n_bits=4), device="cpu")
+    assert loaded.replay_buffer_class is HerReplayBuffer
+    assert loaded.replay_buffer_kwargs == her
+    assert type(loaded.replay_buffer) is HerReplayBuffer
+    loaded.learn(100)

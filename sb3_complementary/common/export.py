@@ -201,6 +201,8 @@ def _parent_keys(
     reference.action_space = model.action_space
     reference.n_envs = model.n_envs
     reference.buffer_size = 1  # type: ignore[attr-defined]
+    # Any buffer gives the same keys; SB3's HER buffer would want the env, which load() does not have.
+    reference.replay_buffer_class, reference.replay_buffer_kwargs = None, {}  # type: ignore[attr-defined]
     with preserved_rng("cpu"):
         reference._setup_model()
     return set(reference.__dict__)
