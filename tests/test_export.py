@@ -246,8 +246,8 @@ def test_the_onnx_route_acts_as_predict(tmp_path: pathlib.Path) -> None:
         dynamic_axes={"observation": {0: "batch"}},
         dynamo=False,
     )
-    session = ort.InferenceSession(str(tmp_path / "dqn.onnx"))
-    np.testing.assert_array_equal(session.run(None, {"observation": obs})[0], model.predict(obs, deterministic=True)[0])
+    runtime = ort.InferenceSession(str(tmp_path / "dqn.onnx"))
+    np.testing.assert_array_equal(runtime.run(None, {"observation": obs})[0], model.predict(obs, deterministic=True)[0])
 
 
 def test_a_her_model_exports_with_sb3s_her_buffer(tmp_path: pathlib.Path) -> None:
