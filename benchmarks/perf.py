@@ -7,6 +7,7 @@ Performance figures for issue #2, measured side by side in one process on one ma
     python benchmarks/perf.py --only pool --out docs/performance-pool.json    # the candidate pool's cost
     python benchmarks/perf.py --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
         --out docs/performance-density.json                           # a candidate's training cost
+    python benchmarks/perf.py --device cuda --steps 10000 --repeats 2 --out performance-gpu.json  # on a GPU
 
 Parts:
 - ``train``: wall-clock of ComplementaryDQN / DQN and PrioritizedDQN / DQN on CartPole-v1 with
@@ -23,6 +24,11 @@ Parts:
   (the library we could have used for the sum tree) when it is installed.
 - ``rescore``: a full re-score of 1M transitions by the default extractor.
 - ``migrate``: a 1M-row plain SB3 buffer migrated by ``load_rows`` against ``add()`` row by row.
+- ``gpu`` (the only part of ``--device cuda``, which refuses without CUDA): wall-clock and CPU
+  time of DQN, PrioritizedDQN and the default ComplementaryDQN on the GPU, side by side, with
+  ``MlpPolicy`` on CartPole-v1 (rl-zoo3's settings) and ``CnnPolicy`` on 84×84 random frames
+  (Atari's network and batch; the frames are random so that no ROM is needed: the cost measured
+  is the networks' and the replay's, not the emulator's).
 - ``memory``: the buffer's extra bytes per transition (sum tree, scores, features) against the
   bytes of its observation storage.
 """
@@ -189,6 +195,56 @@ def bench_her(steps: int, repeats: int, seed: int) -> dict[str, Any]:
     return {**interleaved(builders, steps, repeats, baseline="DQN"), "env": "BitFlippingEnv(n_bits=15)"}
 
 
+class RandomFrames(gym.Env):
+    """84×84 grey frames of noise (channel first, ``uint8``), 4 actions, 200-step episodes: CnnPolicy's input."""
+
+    observation_space = gym.spaces.Box(0, 255, (1, 84, 84), np.uint8)
+    action_space = gym.spaces.Discrete(4)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._t += 1
+        return self.observation_space.sample(), float(action == 0), False, self._t >= 200, {}
+
+
+#: Atari's DQN settings (rl-zoo3), with a buffer that fits any GPU machine's memory.
+CNN_SETTINGS: dict[str, Any] = {
+    "buffer_size": 20_000,
+    "learning_rate": 1e-4,
+    "batch_size": 32,
+    "learning_starts": 1_000,
+    "target_update_interval": 1_000,
+    "train_freq": 4,
+    "gradient_steps": 1,
+    "exploration_fraction": 0.1,
+    "exploration_final_eps": 0.01,
+}
+
+
+def bench_gpu(steps: int, repeats: int, seed: int, device: str) -> dict[str, Any]:
+    """
+    DQN / PrioritizedDQN / the default ComplementaryDQN on ``device``, interleaved, for ``MlpPolicy``
+    (CartPole-v1, rl-zoo3's settings) and ``CnnPolicy`` (:class:`RandomFrames`, :data:`CNN_SETTINGS`).
+    """
+    on_gpu = th.device(device).type == "cuda"
+    out: dict[str, Any] = {"device": device, "gpu": th.cuda.get_device_name(th.device(device)) if on_gpu else None}
+    for policy, env, settings in (
+        ("MlpPolicy", "CartPole-v1", ZOO_CARTPOLE),
+        ("CnnPolicy", RandomFrames, CNN_SETTINGS),
+    ):
+
+        def builder(cls: Any, policy: str = policy, env: Any = env, settings: dict = settings) -> Callable[[], Any]:
+            return lambda: cls(policy, env() if callable(env) else env, seed=seed, device=device, **settings)
+
+        builders = {cls.__name__: builder(cls) for cls in (DQN, PrioritizedDQN, ComplementaryDQN)}
+        out[policy] = interleaved(builders, steps, repeats, baseline="DQN")
+    return out
+
+
 def _filled_buffers(capacity: int, obs_dim: int) -> tuple[ComplementaryReplayBuffer, ReplayBuffer]:
     obs_space = gym.spaces.Box(-1, 1, (obs_dim,), np.float32)
     act_space = gym.spaces.Discrete(4)
@@ -323,8 +379,9 @@ def bench_migrate(capacity: int, loop_rows: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--only", choices=["train", "her", "pool", "replay", "rescore", "memory", "migrate"], action="append"
+        "--only", choices=["train", "her", "pool", "replay", "rescore", "memory", "migrate", "gpu"], action="append"
     )
+    parser.add_argument("--device", default="cpu", help="'cuda' runs the gpu part (only); it needs CUDA")
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--capacity", type=int, default=1_000_000)
@@ -334,8 +391,16 @@ def main() -> None:
         "--complementary-kwargs", type=json.loads, default={}, help="JSON knobs of ComplementaryDQN in the train part"
     )
     args = parser.parse_args()
+    on_gpu = th.device(args.device).type == "cuda"
+    if (on_gpu or "gpu" in (args.only or [])) and not th.cuda.is_available():
+        parser.error(
+            f"--device {args.device} --only gpu: CUDA is not available here (torch.cuda.is_available() is False, "
+            f"torch {th.__version__}); the GPU figures need a machine with a CUDA GPU"
+        )
+    if on_gpu and set(args.only or ["gpu"]) != {"gpu"}:
+        parser.error("--device cuda runs the gpu part only (the other parts are CPU figures)")
     th.set_num_threads(1)
-    parts = args.only or ["replay", "rescore", "memory", "migrate", "train"]
+    parts = args.only or (["gpu"] if on_gpu else ["replay", "rescore", "memory", "migrate", "train"])
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.out and args.out.exists() else {}
     results["machine"] = {"platform": platform.platform(), "python": platform.python_version(), "torch": th.__version__}
     results["version"] = sb3_complementary.__version__
@@ -345,6 +410,8 @@ def main() -> None:
             results[part] = bench_train(args.steps, args.repeats, args.seed, args.complementary_kwargs)
         elif part == "pool":
             results[part] = bench_pool(args.complementary_kwargs, args.repeats, args.seed)
+        elif part == "gpu":
+            results[part] = bench_gpu(args.steps, args.repeats, args.seed, args.device if on_gpu else "cuda")
         elif part == "her":
             results[part] = bench_her(args.steps, args.repeats, args.seed)
         elif part == "replay":

@@ -9,6 +9,7 @@ from sb3_complementary.common.buffers import (
     WeightedSamples,
 )
 from sb3_complementary.common.callbacks import ExtractorTrainingCallback
+from sb3_complementary.common.export import export_to_sb3
 from sb3_complementary.common.extractor import ExperienceExtractor
 from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer, PrioritizedHerReplayBuffer
 from sb3_complementary.crossq import ComplementaryCrossQ
@@ -59,4 +60,5 @@ __all__ = [
     "WeightedSamples",
     "__version__",
     "evaluate_multitask",
+    "export_to_sb3",
 ]

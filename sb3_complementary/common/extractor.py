@@ -2,6 +2,7 @@
 
 import numpy as np
 import torch as th
+from stable_baselines3.common.utils import get_device
 from torch import nn
 
 
@@ -60,7 +61,7 @@ class ExperienceExtractor(nn.Module):
     :param n_features: Width of the feature vector.
     :param net_arch: Hidden layer sizes, e.g. ``[64, 64]``.
     :param learning_rate: Adam learning rate of the extractor.
-    :param device: Torch device.
+    :param device: Torch device, resolved as SB3 resolves a model's (``"cuda"`` without CUDA is the CPU).
     """
 
     def __init__(
@@ -81,8 +82,9 @@ class ExperienceExtractor(nn.Module):
         nn.init.zeros_(head.weight)
         nn.init.zeros_(head.bias)
         self.net = nn.Sequential(*layers, head)
-        self.to(device)
-        self.device = th.device(device)
+        # As SB3 resolves a model's device: "auto" and "cuda" fall back to the CPU without CUDA.
+        self.device = get_device(device)
+        self.to(self.device)
         self.optimizer = th.optim.Adam(self.parameters(), lr=learning_rate)
 
     def logits(self, features: th.Tensor) -> th.Tensor:
