@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -123,8 +124,12 @@ def test_her_entry_builds_the_weighted_her_buffer_and_records_success(tmp_path: 
     for contender in ("her", "per-her"):
         state, record = read_run_file(run_path(out, f"{contender}__BitFlipping-4-HER__s0"))
         assert state == "done" and record is not None, record and record["traceback"]
-        rates = record["curve"]["success_rate"]
-        assert len(rates) == 2 and all(0.0 <= rate <= 1.0 for rate in rates)
+        curve = record["curve"]
+        assert len(curve["success_rate"]) == 2 and all(len(returns) == 3 for returns in curve["returns"])
+        # BitFlippingEnv pays -1 a step until the goal is reached (0 on that step) and ends after 4 steps: an
+        # episode succeeded if and only if its return is above -4, so each rate is that share of the 3 episodes.
+        expected = [np.mean(np.array(returns) > -4) for returns in curve["returns"]]
+        np.testing.assert_allclose(curve["success_rate"], expected)
         assert record["model_kwargs"]["replay_buffer_class"] == "HerReplayBuffer"
     _, per = read_run_file(run_path(out, "per-her__BitFlipping-4-HER__s0"))
     assert per is not None and "ess_fraction" in per["curve"]  # the weighted HER buffer ran
@@ -198,7 +203,10 @@ def test_drift_entry_evaluates_the_task_being_trained_and_records_replay_diagnos
     assert curve["eval_task"][0] == 0 and curve["eval_task"][-2:] == [1, 1]
     for name in ("ess_fraction", "weight_p5", "weight_p95", "weight_max", "roc_auc"):
         assert len(curve[name]) == len(curve["timesteps"])
-    assert 0.0 <= curve["roc_auc"][-1] <= 1.0 and curve["weight_max"][-1] > 1.0
+    # 800 transitions > 2 x fast_memory: the classifier was fitted and its held-out AUC measured; the
+    # re-scored weights are off uniform, so the replay's ESS is below 1.
+    assert np.isfinite(curve["roc_auc"][-1])
+    assert curve["weight_max"][-1] > 1.0 and curve["ess_fraction"][-1] < 1.0
 
 
 def test_killed_worker_leaves_no_file_and_the_matrix_goes_on(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -105,11 +106,17 @@ def test_other_format_version_is_an_error_naming_the_file(tmp_path: Path) -> Non
         plan_runs(matrix(), tmp_path)
 
 
-def test_atomic_write_leaves_no_temp_file(tmp_path: Path) -> None:
-    path = write_run_file(tmp_path, record("dqn__CartPole-v1__s0"))
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_atomic_write_leaves_no_temp_file(tmp_path: Path, mask: int, mode: int) -> None:
+    """The file gets the mode a plain ``open()`` gives under the umask (0o666 less the mask), not mkstemp's 0o600."""
+    old = os.umask(mask)
+    try:
+        path = write_run_file(tmp_path, record("dqn__CartPole-v1__s0"))
+    finally:
+        os.umask(old)
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
     assert json.loads(path.read_text())["format_version"] == FORMAT_VERSION
-    assert path.stat().st_mode & 0o777 == 0o644
+    assert path.stat().st_mode & 0o777 == mode
 
 
 def test_refuses_to_write_unfinished_status(tmp_path: Path) -> None:

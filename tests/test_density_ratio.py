@@ -54,6 +54,22 @@ def test_classifier_separates_a_shifted_fast_memory(n_envs):
     assert fitted_auc(buffer, 200 * n_envs) > 0.85
 
 
+def test_classifier_on_well_separated_data_has_an_auc_near_its_best():
+    # A shift of 6 per dimension: fast and slow do not overlap. The held-out slow sample is drawn from
+    # the whole buffer, 1/12 of which is the fast memory itself, so the best AUC is 11/12 + 1/24 = 0.96.
+    buffer = shifted_buffer(1200, 100, shift=6.0)
+    assert fitted_auc(buffer, 100) > 0.9
+
+
+def test_a_constant_classifier_has_an_auc_of_one_half():
+    buffer = shifted_buffer(1200, 100, shift=6.0)  # separable data: only the classifier can make it 0.5
+    extractor = ExperienceExtractor(buffer.ratio_input_dim, [32], learning_rate=3e-3)
+    with th.no_grad():
+        for parameter in extractor.parameters():
+            parameter.zero_()  # every logit 0: every fast/slow pair is a tie
+    assert density_ratio.held_out_auc(extractor, buffer, 100, np.random.default_rng(0)) == 0.5
+
+
 def test_classifier_cannot_separate_by_recency_alone():
     # Same distribution everywhere: only the insertion time tells fast from slow. If age, sample
     # counts or TD staleness leaked into the inputs, the AUC would be near 1.
@@ -130,7 +146,8 @@ def test_model_fits_rescores_and_reports_diagnostics():
     model.learn(600)
     diagnostics = model.replay_diagnostics()
     assert set(diagnostics) == {"ess_fraction", "weight_p5", "weight_p95", "weight_max", "roc_auc"}
-    assert 0.0 <= diagnostics["roc_auc"] <= 1.0
+    assert np.isfinite(model.extractor_auc)  # fitted (600 transitions > 2 x fast_memory) and measured
+    assert diagnostics["roc_auc"] == model.extractor_auc
     weights = model.replay_buffer.replay_weights()
     assert weights.max() > 1.0 > weights.min()  # the re-score moved the weights off uniform
     assert diagnostics["weight_max"] == pytest.approx(weights.max())
@@ -275,14 +292,15 @@ def pool_model(**overrides: Any) -> ComplementaryDQN:
 
 
 def test_density_ratio_with_a_pool_scores_ratio_times_fresh_td():
-    model = pool_model()
+    model = pool_model(score_floor=0.5)
     model.learn(600)
     buffer = model.replay_buffer
-    candidates = np.arange(8)
-    td = np.linspace(0.0, 2.0, 8)
-    expected = buffer.scores[candidates] * np.maximum(td, buffer.score_floor)
-    np.testing.assert_allclose(model.importance.candidate_scores(model, candidates, td), expected)
-    assert not np.allclose(buffer.scores[candidates], 1.0)  # the ratio part is not trivial
+    candidates = np.array([3, 10, 20, 30])
+    assert not np.allclose(buffer.scores[candidates], 1.0)  # the re-score stored ratio weights, not the neutral 1
+    buffer.update_scores(candidates, np.array([2.0, 0.5, 1.0, 4.0]))  # the stored ratio weights
+    td = np.array([0.1, 1.0, 3.0, 0.25])  # |TD| measured now; the floor lifts 0.1 and 0.25 to 0.5
+    # ratio x max(|TD|, 0.5): 2 x 0.5, 0.5 x 1, 1 x 3, 4 x 0.5
+    np.testing.assert_allclose(model.importance.candidate_scores(model, candidates, td), [1.0, 0.5, 3.0, 2.0])
 
 
 def test_lowest_score_eviction_never_moves_old_data_into_the_fast_memory():

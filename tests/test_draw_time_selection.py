@@ -146,17 +146,44 @@ def test_draw_time_selection_trains_labels_fresh_features_and_round_trips(tmp_pa
     for features, td_abs in labelled:  # labelled on the |TD| the batch was selected on
         np.testing.assert_allclose(features[:, TD], td_abs, rtol=1e-6)
         np.testing.assert_array_equal(features[:, STALENESS], 0.0)
-    # The diagnostics describe the pool's selections, not the tree.
-    rates = np.concatenate(model._selection_rates)
-    diagnostics = model.replay_diagnostics()
-    assert diagnostics["ess_fraction"] == pytest.approx(np.mean([1 / np.mean(r**2) for r in model._selection_rates]))
-    assert diagnostics["ess_fraction"] < 1.0 and diagnostics["weight_max"] == pytest.approx(rates.max())
-    assert diagnostics["weight_p5"] == pytest.approx(np.percentile(rates, 5))
-    assert diagnostics["weight_p5"] < 1.0 < diagnostics["weight_max"]
     model.save(tmp_path / "model")
     loaded = ComplementaryDQN.load(tmp_path / "model", env=model.get_env())
     assert loaded.candidate_pool == 4
     loaded.learn(100, reset_num_timesteps=False)
+
+
+#: Draw-time selection with hand-set scores: pools of 4 x 16 = 64, priority ``max(score, 1)`` (alpha 1,
+#: floor 1, epsilon 0), no uniform share. A candidate's replay rate is ``64 * priority / sum(priorities)``.
+KNOWN_POOL = {"contribution": "fresh_td", "candidate_pool": 4, "alpha": 1.0, "score_floor": 1.0, "epsilon": 0.0}
+POOL = 4 * TINY_DQN["batch_size"]
+QUARTER = np.where(np.arange(POOL) < POOL // 4, 4.0, 0.0)  # 16 candidates at priority 4, 48 at the floor's 1
+ONE_OF_64 = np.where(np.arange(POOL) == 0, 1000.0, 0.0)  # one at 1000, 63 at 1
+
+
+@pytest.mark.parametrize(
+    ("scores", "ess", "p5", "p95", "largest"),
+    [
+        # Equal scores: uniform replay, every rate 1.
+        (np.full(POOL, 0.5), 1.0, 1.0, 1.0, 1.0),
+        # sum = 16 * 4 + 48 = 112: rates 64 * 4 / 112 = 16/7 (a quarter) and 64 / 112 = 4/7;
+        # Kish ESS (sum p)^2 / (n sum p^2) = 112^2 / (64 * (16 * 16 + 48)) = 49/76.
+        (QUARTER, 49 / 76, 4 / 7, 16 / 7, 16 / 7),
+        # sum = 1063: one rate 64000/1063, the rest 64/1063; ESS = 1063^2 / (64 * (1000^2 + 63)) ~ 0.0177.
+        (ONE_OF_64, 1063**2 / (64 * (1000**2 + 63)), 64 / 1063, 64 / 1063, 64_000 / 1063),
+    ],
+    ids=["uniform", "a-quarter-at-4x", "one-of-64"],
+)
+def test_selection_diagnostics_of_known_scores(monkeypatch, scores, ess, p5, p95, largest):
+    """The diagnostics of a pool whose scores are set by hand are the values computed by hand."""
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, uniform_fraction=0.0, **KNOWN_POOL, **TINY_DQN)
+    monkeypatch.setattr(model, "_current_td_abs", lambda samples: scores)  # fresh_td: the score is the |TD|
+    model.learn(150)
+    assert len(model._selection_rates) > 0
+    diagnostics = model.replay_diagnostics()
+    assert diagnostics["ess_fraction"] == pytest.approx(ess, rel=1e-9)
+    assert diagnostics["weight_p5"] == pytest.approx(p5, rel=1e-9)
+    assert diagnostics["weight_p95"] == pytest.approx(p95, rel=1e-9)
+    assert diagnostics["weight_max"] == pytest.approx(largest, rel=1e-9)
 
 
 def test_draw_time_selection_is_deterministic():
@@ -227,10 +254,14 @@ def test_every_algorithm_selects_from_a_pool(name, contribution):
     kwargs = {"score_floor": 1.0, "alpha": 0.4} if contribution == "fresh_td" else {"fast_memory": 40}
     model = build(name, candidate_pool=2, contribution=contribution, **kwargs)
     model.learn(STEPS)
-    assert len(model._selection_rates) > 0
-    diagnostics = model.replay_diagnostics()
-    assert 0.0 < diagnostics["ess_fraction"] <= 1.0
-    assert diagnostics["weight_p5"] <= 1.0 <= diagnostics["weight_max"]
+    # One pool of 2 x batch_size candidates per gradient step (the deque keeps the last 1,000).
+    assert len(model._selection_rates) == min(model._n_updates, 1000) > 0
+    for rates in model._selection_rates:
+        assert rates.shape == (2 * model.batch_size,)
+        # P * q_i over a pool: its mean is 1 whatever the scores (the q_i sum to 1).
+        assert rates.mean() == pytest.approx(1.0, abs=1e-9)
+    if contribution == "density_ratio":  # ratio x |TD| differ between candidates: the selection is not uniform
+        assert model.replay_diagnostics()["ess_fraction"] < 0.999
 
 
 def test_all_zero_priorities_select_uniformly():

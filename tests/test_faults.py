@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -14,21 +13,36 @@ import pytest
 from sb3_complementary import ComplementaryDQN, PrioritizedDQN
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR
 
-# A child that saves in a loop until it is killed; it writes "ready" once the first save is done.
-SAVE_LOOP = textwrap.dedent(
+# A child that saves once (the previous file), learns on, and saves again through a writer that stops
+# halfway: it writes half of the new file, says "midway <bytes written>" and waits to be killed.
+SAVE_THEN_STALL = textwrap.dedent(
     """
-    import sys, time
-    import torch as th
+    import io, sys
     from sb3_complementary import ComplementaryDQN
+    from sb3_complementary.common import weighted_replay_mixin
     target, what = sys.argv[1], sys.argv[2]
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", learning_starts=10**6, buffer_size=20000, device="cpu",
                              policy_kwargs={"net_arch": [256, 256]})
     model.learn(3000)
     save = model.save if what == "model" else model.save_replay_buffer
     save(target)
-    print("ready", flush=True)
-    while True:
-        save(target)
+    model.learn(1000, reset_num_timesteps=False)
+    atomic_write = weighted_replay_mixin.atomic_write
+
+    def stalling_atomic_write(path, write):
+        def half_then_wait(file):
+            content = io.BytesIO()
+            write(content)
+            half = content.getvalue()[: len(content.getvalue()) // 2]
+            file.write(half)
+            file.flush()
+            print("midway", len(half), flush=True)
+            sys.stdin.readline()  # the parent never writes: this blocks until the kill
+
+        atomic_write(path, half_then_wait)
+
+    weighted_replay_mixin.atomic_write = stalling_atomic_write
+    save(target)
     """
 )
 
@@ -36,22 +50,34 @@ SAVE_LOOP = textwrap.dedent(
 @pytest.mark.parametrize("what", ["model", "buffer"])
 def test_a_save_killed_midway_leaves_the_previous_file_loadable(tmp_path, what):
     target = tmp_path / ("model.zip" if what == "model" else "buffer.pkl")
-    child = subprocess.Popen([sys.executable, "-c", SAVE_LOOP, str(target), what], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", SAVE_THEN_STALL, str(target), what],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        time.sleep(0.7)  # several saves in flight: the kill lands inside one of them
+        assert child.stdout is not None
+        said = child.stdout.readline().split()
+        assert said[:1] == ["midway"], f"the child did not reach the write: {said}"
+        # The kill lands inside the write: half of the new file is on disk, in the temporary file only.
+        temporaries = [p for p in tmp_path.iterdir() if p.name != target.name]
+        assert [p.name.startswith(f".{target.name}.") for p in temporaries] == [True]
+        assert temporaries[0].stat().st_size == int(said[1]) > 0
         os.kill(child.pid, signal.SIGKILL)
     finally:
+        child.kill()
         child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != target.name]
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", **TINY_DQN)
-    if what == "model":
+    if what == "model":  # the previous file (3000 steps), not the half-written one (4000)
         loaded = ComplementaryDQN.load(target, device="cpu")
         assert loaded.num_timesteps == 3000
     else:
         model.load_replay_buffer(target)
         assert model.replay_buffer.size() == 3000
-    assert all(name.startswith(f".{target.name}.") for name in leftovers)  # only an orphaned temporary file
+    assert leftovers == [temporaries[0].name]  # only the orphaned temporary file
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from sb3_complementary import (
     PrioritizedSAC,
 )
 from tests.conftest import LABEL_REPLAY, TINY_EXTRACTOR
+from tests.replay_breakage import replay_one_transition
 
 N_BITS = 5
 HER_DQN = {
@@ -434,9 +435,15 @@ def test_n_step_returns_are_refused_with_her():
 # --------------------------------------------------------------------------- learning, and the docs example
 
 
-@pytest.mark.slow
-def test_complementary_dqn_with_her_solves_bit_flipping():
-    """15 bits: a random policy almost never reaches the goal; with HER the agent does in nearly every episode."""
+#: 15 bits: a random policy almost never reaches the goal; with HER the agent does in nearly every episode.
+#: Runs are deterministic on one machine, not across machines, so three seeds each have to learn, with
+#: margin: see the test's docstring for what they reached.
+HER_SEEDS = (0, 1, 2)
+HER_SOLVED = 0.8  # success rate over the last 100 training episodes (exploration 0.02 a step)
+
+
+def bit_flipping_success(seed: int, steps: int = 6000) -> float:
+    """Success rate of the last 100 training episodes of ComplementaryDQN + HER on 15 bits."""
     model = ComplementaryDQN(
         "MultiInputPolicy",
         BitFlippingEnv(n_bits=15),
@@ -451,11 +458,30 @@ def test_complementary_dqn_with_her_solves_bit_flipping():
         batch_size=64,
         gamma=0.95,
         policy_kwargs={"net_arch": [256, 256]},
-        seed=0,
+        seed=seed,
         device="cpu",
     )
-    model.learn(6000)
-    assert np.mean(model.ep_success_buffer) > 0.9
+    model.learn(steps)
+    return float(np.mean(model.ep_success_buffer))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", HER_SEEDS)
+def test_complementary_dqn_with_her_solves_bit_flipping(seed):
+    """
+    Measured 2026-12-06 (CPU, one torch thread): success 1.00 for each of seeds 0, 1 and 2. With every
+    batch made of one transition (:func:`~tests.replay_breakage.replay_one_transition`, seed 0, the
+    same 6,000 steps) it is 0.00.
+    """
+    assert bit_flipping_success(seed) > HER_SOLVED
+
+
+def test_a_broken_selection_does_not_solve_bit_flipping(monkeypatch):
+    """The check above can fail: replaying one transition over and over, the agent never reaches the goal."""
+    calls = replay_one_transition(monkeypatch)
+    success = bit_flipping_success(0, steps=2000)
+    assert calls[0] > 0, "the default no longer draws through select_from_candidates: patch its draw instead"
+    assert success < 0.1
 
 
 def test_the_docs_example_runs(tmp_path, monkeypatch):

@@ -21,11 +21,11 @@ import warnings
 
 import numpy as np
 import torch as th
-from sklearn.metrics import roc_auc_score
 from torch.nn import functional as F
 
 from sb3_complementary.common.buffers import ComplementaryReplayBuffer
 from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.common.roc_auc import roc_auc
 
 #: Transitions at row ``r`` of env ``e`` with ``(r + e) % HOLDOUT_MODULUS == 0`` are held out of every fit.
 HOLDOUT_MODULUS = 8
@@ -119,7 +119,7 @@ def held_out_auc(
     indices = np.concatenate([fast, slow])
     logits = extractor.logits(th.as_tensor(buffer.ratio_inputs(indices), device=extractor.device))
     labels = np.concatenate([np.ones(len(fast)), np.zeros(len(slow))])
-    return float(roc_auc_score(labels, logits.cpu().numpy()))
+    return roc_auc(labels, logits.cpu().numpy())
 
 
 def ratio_weights(logits: np.ndarray, temperature: float, cap: float) -> np.ndarray:
