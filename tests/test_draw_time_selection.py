@@ -289,3 +289,21 @@ def test_crossq_measures_a_pool_by_batch_norm_chunks_of_the_train_steps_size():
     measured = model._current_td_abs(pool)
     assert measured.shape == (2 * n,)
     np.testing.assert_array_equal(measured[:n], model._current_td_abs(first))
+
+
+def test_a_uniform_selection_skips_the_pools_forward_pass(monkeypatch):
+    """With alpha=0 every priority is 1: the pool's |TD| is not measured, and the picks are those any scores give."""
+    model = ComplementaryDQN(
+        "MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **TINY_EXTRACTOR, "alpha": 0.0, "fast_memory": 40}
+    )
+    monkeypatch.setattr(model, "_current_td_abs", lambda data: pytest.fail("the pool's |TD| was measured"))
+    model.learn(300)
+    assert model._selection_rates and model._n_updates > 0
+    buffer = model.replay_buffer
+    candidates = np.arange(64)
+    samples = buffer.get_samples_at(candidates)
+    picks = []
+    for scores in (np.ones(64), np.random.default_rng(0).exponential(size=64)):
+        np.random.seed(1)
+        picks.append(buffer.select_from_candidates(candidates, samples, scores, 16)[0].indices)
+    np.testing.assert_array_equal(picks[0], picks[1])

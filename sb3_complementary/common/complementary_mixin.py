@@ -300,7 +300,10 @@ class ComplementaryMixin(WeightedReplayMixin):
         # With HER the pool holds relabelled candidates, each scored on its own goal's |TD|.
         candidates = buffer.uniform_indices(self.candidate_pool * batch_size)
         samples, candidates = buffer.gather_pool(candidates, env=self._vec_normalize_env)
-        scores = self.importance.candidate_scores(self, candidates, self._current_td_abs(samples))
+        if buffer.alpha == 0:  # every priority is 1 whatever the scores: skip measuring them (same draws)
+            scores = np.ones(len(candidates), dtype=np.float32)
+        else:
+            scores = self.importance.candidate_scores(self, candidates, self._current_td_abs(samples))
         batch, rates = buffer.select_from_candidates(candidates, samples, scores, batch_size)
         self._selection_rates.append(rates)
         return batch
