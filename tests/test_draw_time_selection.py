@@ -261,7 +261,8 @@ def test_every_algorithm_selects_from_a_pool(name, contribution):
         # P * q_i over a pool: its mean is 1 whatever the scores (the q_i sum to 1).
         assert rates.mean() == pytest.approx(1.0, abs=1e-9)
     if contribution == "density_ratio":  # ratio x |TD| differ between candidates: the selection is not uniform
-        assert model.replay_diagnostics()["ess_fraction"] < 0.999
+        # (a uniform one has every rate exactly 1, ESS exactly 1; the tiny QR-DQN's is 0.9998 here)
+        assert model.replay_diagnostics()["ess_fraction"] < 1.0 - 1e-9
 
 
 def test_all_zero_priorities_select_uniformly():

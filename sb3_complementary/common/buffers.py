@@ -764,23 +764,23 @@ class ComplementaryReplayBuffer(ReplayBuffer):
 
         :return: ``last_rows (n,)``, ``returns (n, 1)``, ``dones (n, 1)``, ``discounts (n, 1)``.
         """
-        # The freshest row is followed by stale data: treat it as truncated while gathering.
-        last_valid = self.pos - 1
-        saved_timeouts = self.timeouts[last_valid].copy()
-        self.timeouts[last_valid] = np.logical_or(saved_timeouts, np.logical_not(self.dones[last_valid]))
-        try:
-            steps = np.arange(self.n_steps)
-            seq = (rows[:, None] + steps) % self.buffer_size  # (n, n_steps)
-            rewards = self._normalize_reward(self.rewards[seq, envs[:, None]], env)
-            ended = np.logical_or(self.dones[seq, envs[:, None]], self.timeouts[seq, envs[:, None]])
-            end = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
-            mask = steps[None, :] <= end[:, None]
-            discounts = self.gamma ** mask.sum(axis=1, keepdims=True).astype(np.float32)  # float32, as SB3
-            returns = (rewards * (self.gamma ** steps.astype(np.float32)) * mask).sum(axis=1, keepdims=True)
-            last_rows = (rows + end) % self.buffer_size
-            dones = (self.dones[last_rows, envs] * (1.0 - self.timeouts[last_rows, envs]))[:, None]
-        finally:
-            self.timeouts[last_valid] = saved_timeouts
+        # The freshest row is followed by stale data: it counts as truncated (a query: nothing is written).
+        last_valid = (self.pos - 1) % self.buffer_size
+
+        def timeouts_at(at_rows: np.ndarray, at_envs: np.ndarray) -> np.ndarray:
+            stale_next = (at_rows == last_valid) & np.logical_not(self.dones[at_rows, at_envs])
+            return np.logical_or(self.timeouts[at_rows, at_envs], stale_next).astype(self.timeouts.dtype)
+
+        steps = np.arange(self.n_steps)
+        seq = (rows[:, None] + steps) % self.buffer_size  # (n, n_steps)
+        rewards = self._normalize_reward(self.rewards[seq, envs[:, None]], env)
+        ended = np.logical_or(self.dones[seq, envs[:, None]], timeouts_at(seq, envs[:, None]))
+        end = np.where(ended.any(axis=1), ended.argmax(axis=1), self.n_steps - 1)
+        mask = steps[None, :] <= end[:, None]
+        discounts = self.gamma ** mask.sum(axis=1, keepdims=True).astype(np.float32)  # float32, as SB3
+        returns = (rewards * (self.gamma ** steps.astype(np.float32)) * mask).sum(axis=1, keepdims=True)
+        last_rows = (rows + end) % self.buffer_size
+        dones = (self.dones[last_rows, envs] * (1.0 - timeouts_at(last_rows, envs)))[:, None]
         return last_rows, returns.astype(np.float32), dones.astype(np.float32), discounts
 
 
