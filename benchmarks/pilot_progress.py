@@ -201,17 +201,20 @@ def report(runs: Path, out: Path) -> dict[str, Any]:
             windows = np.minimum((t / full_budget * 10).astype(int), 9)  # tenths of the full budget
             for s in SETS:
                 before, after = steps[:, c[f"{s}_before"]], steps[:, c[f"{s}_after"]]
+                # NaN where the held-out set was empty (a pool that every slot picked, in a nearly empty buffer).
                 rel = (before - after) / np.maximum(before, 1e-8)
+                keep = np.isfinite(rel)
+                rel, t_s, sel_s, windows_s = rel[keep], t[keep], sel[keep], windows[keep]
                 diffs = np.full(10, np.nan)
                 for w in range(10):
-                    m = windows == w
-                    if (m & sel).sum() > 10 and (m & ~sel).sum() > 10:
-                        diffs[w] = rel[m & sel].mean() - rel[m & ~sel].mean()
+                    m = windows_s == w
+                    if (m & sel_s).sum() > 10 and (m & ~sel_s).sum() > 10:
+                        diffs[w] = rel[m & sel_s].mean() - rel[m & ~sel_s].mean()
                 per_seed[s].append(diffs)
-                early = t <= 0.5 * full_budget
-                low, high = _bootstrap_diff(rel[early & sel], rel[early & ~sel], rng)
+                early = t_s <= 0.5 * full_budget  # the pilot's "early": the first half of the study's budget
+                low, high = _bootstrap_diff(rel[early & sel_s], rel[early & ~sel_s], rng)
                 result["sets"].setdefault(s, {"early_diff": [], "early_ci": []})
-                result["sets"][s]["early_diff"].append(float(rel[early & sel].mean() - rel[early & ~sel].mean()))
+                result["sets"][s]["early_diff"].append(float(rel[early & sel_s].mean() - rel[early & ~sel_s].mean()))
                 result["sets"][s]["early_ci"].append([low, high])
         for row, s in enumerate(SETS):
             if not per_seed[s]:
@@ -237,6 +240,13 @@ def report(runs: Path, out: Path) -> dict[str, Any]:
     for s in SETS:
         ranked = [e for e, r in summary["entries"].items() if r["sets"].get(s, {}).get("ranks_as_returns")]
         summary.setdefault("gate0", {})[s] = {"entries_ranked_as_returns": ranked, "passes": len(ranked) >= 2}
+        # Descriptive only, chosen after the first runs were seen: the first tenth of the budget alone.
+        first = [
+            e
+            for e, r in summary["entries"].items()
+            if s in r["sets"] and np.sign(r["sets"][s]["windows_mean_diff"][0] or 0.0) == r["expected_sign"]
+        ]
+        summary.setdefault("first_tenth_post_hoc", {})[s] = first
     fig.suptitle("Learning-progress pilot: selected minus uniform arm (grey: seeds; line: mean)", fontsize=10)
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
