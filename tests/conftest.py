@@ -40,6 +40,8 @@ TINY_EXTRACTOR: dict[str, Any] = {
 LABEL_REPLAY: dict[str, Any] = {"alpha": 0.6, "initial_score": "max", "candidate_pool": 0}
 
 ALGOS = {
+    # The constructor defaults (density ratio x fresh |TD| on a pool of 4), with a tiny schedule.
+    "complementary-default": (ComplementaryDQN, TINY_EXTRACTOR),
     "complementary-influence": (ComplementaryDQN, {"contribution": "influence", **LABEL_REPLAY, **TINY_EXTRACTOR}),
     "complementary-outcome": (ComplementaryDQN, {"contribution": "outcome", **LABEL_REPLAY, **TINY_EXTRACTOR}),
     "complementary-td": (ComplementaryDQN, {"contribution": "td", **LABEL_REPLAY, **TINY_EXTRACTOR}),

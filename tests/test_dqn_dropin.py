@@ -46,11 +46,16 @@ def check_learned(model, steps=STEPS):
     assert buffer.size() > 0
     leaves = buffer.tree.leaves
     assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
-    if isinstance(model, ComplementaryMixin):
+    if isinstance(model, ComplementaryMixin) and model.importance.learns_labels:
         assert len(model.label_store) > 0
         assert model.extractor.net[-1].weight.abs().sum().item() > 0, "the extractor was never fitted"
         scores = model.extractor.score(buffer.feature_matrix(buffer.valid_indices()))
         assert np.all(np.isfinite(scores))
+    elif isinstance(model, ComplementaryMixin):  # the default: the density-ratio classifier and a pool
+        assert np.isfinite(model.extractor_auc), "the classifier was never fitted"
+        assert model._selection_rates, "no batch was selected from a pool"
+        logits = model.importance.logits(model, buffer.valid_indices())
+        assert np.all(np.isfinite(logits)) and logits.std() > 0
     env = model.get_env()
     obs = env.reset()
     actions, _ = model.predict(obs, deterministic=True)
@@ -66,14 +71,14 @@ def test_box_observations(algo):
 
 
 @pytest.mark.parametrize("kind", ["discrete", "multibinary", "multidiscrete"])
-@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
 def test_other_observation_spaces(algo, kind):
     model = make_model(algo, env_factory(kind), seed=0)
     model.learn(STEPS)
     check_learned(model)
 
 
-@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
 def test_several_envs_dummy_vec_env(algo):
     env = make_vec_env("CartPole-v1", n_envs=3, seed=0, vec_env_cls=DummyVecEnv)
     model = make_model(algo, env, seed=0)
@@ -96,7 +101,7 @@ def test_several_discrete_obs_envs():
 def test_subproc_vec_env():
     env = make_vec_env("CartPole-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
     try:
-        model = make_model("complementary-influence", env, seed=0)
+        model = make_model("complementary-default", env, seed=0)
         model.learn(STEPS)
         check_learned(model)
     finally:
@@ -105,7 +110,7 @@ def test_subproc_vec_env():
 
 def test_vec_normalize():
     env = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0), gamma=0.99)
-    model = make_model("complementary-influence", env, seed=0)
+    model = make_model("complementary-default", env, seed=0)
     model.learn(STEPS)
     check_learned(model)
     assert model._vec_normalize_env is env
@@ -118,7 +123,7 @@ def test_vec_normalize():
     np.testing.assert_allclose(batch.samples.observations.numpy(), env.normalize_obs(raw), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
 def test_cnn_policy_on_small_images(algo):
     env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"features_dim": 16}}
@@ -133,7 +138,7 @@ def test_cnn_policy_rejects_raw_image_features():
         make_model("complementary-td", env, policy="CnnPolicy", include_observation=True)
 
 
-@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
 def test_multi_input_policy_on_dict_env(algo):
     env = SimpleMultiObsEnv(random_start=False)
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"cnn_output_dim": 16}}
@@ -143,7 +148,7 @@ def test_multi_input_policy_on_dict_env(algo):
     check_learned(model, 200)
 
 
-@pytest.mark.parametrize("algo", ["complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
 def test_optimize_memory_usage(algo):
     model = make_model(
         algo,
@@ -162,7 +167,7 @@ def test_optimize_memory_usage(algo):
     assert np.all(buffer.tree.leaves[buffer.pos * buffer.n_envs + np.arange(buffer.n_envs)] == 0)
 
 
-@pytest.mark.parametrize("algo", ["complementary-outcome", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-outcome", "prioritized"])
 def test_n_step_returns(algo):
     model = make_model(algo, "CartPole-v1", n_steps=3, seed=0)
     assert model.replay_buffer.n_steps == 3

@@ -308,3 +308,24 @@ def test_a_uniform_selection_skips_the_pools_forward_pass(monkeypatch):
         np.random.seed(1)
         picks.append(buffer.select_from_candidates(candidates, samples, scores, 16)[0].indices)
     np.testing.assert_array_equal(picks[0], picks[1])
+
+
+def test_the_default_draw_prefers_high_scores_with_unit_is_weights(monkeypatch):
+    """
+    Through ``_draw_batch`` at the constructor defaults: the IS weights are exactly 1 (the shift is
+    not undone), and the scored three quarters of a batch go to the candidates whose fresh |TD| is
+    high (here: the candidates with an even flat index get |TD| 1, the others 0.001).
+    """
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **TINY_EXTRACTOR})
+    model.learn(300)
+    monkeypatch.setattr(
+        model, "_current_td_abs", lambda data: np.where(np.arange(len(data.rewards)) % 2 == 0, 1.0, 1e-3)
+    )
+    evens = []
+    for _ in range(50):
+        batch = model._draw_batch(model.batch_size)
+        np.testing.assert_array_equal(batch.weights.numpy(), 1.0)
+        rates = model._selection_rates[-1]
+        evens.append(rates[0::2].sum() / rates.sum())  # the even pool positions' share of the draws
+    # Uniform: a half. Scored share 3/4 by ratio x |TD| (the even candidates' |TD| is 1000x): about 7/8.
+    assert np.mean(evens) > 0.8
