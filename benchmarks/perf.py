@@ -8,6 +8,7 @@ Performance figures for issue #2, measured side by side in one process on one ma
     python benchmarks/perf.py --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
         --out docs/performance-density.json                           # a candidate's training cost
     python benchmarks/perf.py --device cuda --steps 10000 --repeats 2 --out performance-gpu.json  # on a GPU
+    python benchmarks/perf.py --only policies --steps 3000 --repeats 2 --out docs/performance-policies.json
 
 Parts:
 - ``train``: wall-clock of ComplementaryDQN / DQN and PrioritizedDQN / DQN on CartPole-v1 with
@@ -29,6 +30,8 @@ Parts:
   ``MlpPolicy`` on CartPole-v1 (rl-zoo3's settings) and ``CnnPolicy`` on 84×84 random frames
   (Atari's network and batch; the frames are random so that no ROM is needed: the cost measured
   is the networks' and the replay's, not the emulator's).
+- ``policies``: the ``gpu`` part's comparison on the CPU (one torch thread): the CPU cost of the
+  default with ``MlpPolicy`` and with ``CnnPolicy``.
 - ``memory``: the buffer's extra bytes per transition (sum tree, scores, features) against the
   bytes of its observation storage.
 """
@@ -225,7 +228,7 @@ CNN_SETTINGS: dict[str, Any] = {
 }
 
 
-def bench_gpu(steps: int, repeats: int, seed: int, device: str) -> dict[str, Any]:
+def bench_policies(steps: int, repeats: int, seed: int, device: str) -> dict[str, Any]:
     """
     DQN / PrioritizedDQN / the default ComplementaryDQN on ``device``, interleaved, for ``MlpPolicy``
     (CartPole-v1, rl-zoo3's settings) and ``CnnPolicy`` (:class:`RandomFrames`, :data:`CNN_SETTINGS`).
@@ -379,7 +382,9 @@ def bench_migrate(capacity: int, loop_rows: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--only", choices=["train", "her", "pool", "replay", "rescore", "memory", "migrate", "gpu"], action="append"
+        "--only",
+        choices=["train", "her", "pool", "replay", "rescore", "memory", "migrate", "policies", "gpu"],
+        action="append",
     )
     parser.add_argument("--device", default="cpu", help="'cuda' runs the gpu part (only); it needs CUDA")
     parser.add_argument("--steps", type=int, default=50_000)
@@ -411,7 +416,9 @@ def main() -> None:
         elif part == "pool":
             results[part] = bench_pool(args.complementary_kwargs, args.repeats, args.seed)
         elif part == "gpu":
-            results[part] = bench_gpu(args.steps, args.repeats, args.seed, args.device if on_gpu else "cuda")
+            results[part] = bench_policies(args.steps, args.repeats, args.seed, args.device if on_gpu else "cuda")
+        elif part == "policies":
+            results[part] = bench_policies(args.steps, args.repeats, args.seed, "cpu")
         elif part == "her":
             results[part] = bench_her(args.steps, args.repeats, args.seed)
         elif part == "replay":
