@@ -329,3 +329,34 @@ def test_the_default_draw_prefers_high_scores_with_unit_is_weights(monkeypatch):
         evens.append(rates[0::2].sum() / rates.sum())  # the even pool positions' share of the draws
     # Uniform: a half. Scored share 3/4 by ratio x |TD| (the even candidates' |TD| is 1000x): about 7/8.
     assert np.mean(evens) > 0.8
+
+
+def test_laber_weights_are_the_pools_mean_priority_over_the_candidates():
+    """LaBER-mean (Lahire et al. 2022): with no uniform share, a pick's IS weight is mean(p) / p_i, unscaled."""
+    model = ComplementaryDQN(
+        "MlpPolicy",
+        "CartPole-v1",
+        seed=0,
+        contribution="laber",
+        uniform_fraction=0.0,
+        score_floor=0.0,
+        epsilon=1e-6,
+        **{**TINY_DQN, **TINY_EXTRACTOR},
+    )
+    model.learn(300)
+    assert model.replay_buffer.beta == 1.0  # fixed, not annealed
+    td = np.linspace(0.1, 2.0, model.candidate_pool * model.batch_size)
+    model._current_td_abs = lambda data: td  # type: ignore[method-assign]
+    batch = model._draw_batch(model.batch_size)
+    p = td + 1e-6  # (max(|TD|, floor 0) + epsilon) ** 1
+    np.testing.assert_allclose(model._selection_rates[-1], p / p.mean(), rtol=1e-6)
+    weights = batch.weights.numpy().reshape(-1)
+    np.testing.assert_allclose(weights, batch.raw_weights, rtol=1e-6)  # not divided by the batch maximum
+    allowed = p.mean() / p
+    assert all(np.isclose(allowed, w, rtol=1e-5).any() for w in weights)
+    assert weights.max() > 1.0
+
+
+def test_laber_needs_a_pool():
+    with pytest.raises(ValueError, match=r"contribution='laber' measures \|TD\| on a candidate pool"):
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", contribution="laber", candidate_pool=0, **TINY_DQN)

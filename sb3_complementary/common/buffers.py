@@ -635,7 +635,12 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         return samples, candidates[order]
 
     def select_from_candidates(
-        self, candidates: np.ndarray, samples: Samples, scores: np.ndarray, batch_size: int
+        self,
+        candidates: np.ndarray,
+        samples: Samples,
+        scores: np.ndarray,
+        batch_size: int,
+        max_normalized: bool = True,
     ) -> tuple[WeightedSamples, np.ndarray]:
         """
         Draw a batch from a pool of uniformly drawn candidates, by scores measured now (draw-time selection).
@@ -650,6 +655,8 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param samples: The pool's SB3 samples (``P`` rows, in the order of ``candidates``).
         :param scores: ``(P,)`` the candidates' scores.
         :param batch_size: Number of transitions to select.
+        :param max_normalized: Divide the IS weights by their batch maximum (PER's rule); False keeps
+            ``(P * q_i) ** -beta`` as it is (LaBER's ``mean(p) / p_i`` at ``beta=1``).
         :return: The batch, and ``(P,)`` each candidate's replay rate against uniform replay,
             ``P * q_i`` (1 everywhere for a uniform selection; the selection's ESS fraction is
             ``1 / mean(rate^2)``).
@@ -674,7 +681,9 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         batch = WeightedSamples(
             samples=take_rows(samples, picks),
             indices=candidates[picks],
-            weights=self.to_torch((raw_weights / raw_weights.max()).astype(np.float32).reshape(-1, 1)),
+            weights=self.to_torch(
+                (raw_weights / (raw_weights.max() if max_normalized else 1.0)).astype(np.float32).reshape(-1, 1)
+            ),
             raw_weights=raw_weights,
             control=control,
         )

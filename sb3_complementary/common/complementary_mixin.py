@@ -60,7 +60,8 @@ class ComplementaryMixin(WeightedReplayMixin):
         ``"density_ratio"`` (a classifier of the fast memory against the whole buffer: how much a
         transition looks like what the agent does now; see ``docs/design.md``); or ``"fresh_td"``
         (no extractor: with ``candidate_pool``, the candidates' ``|TD|`` measured at draw time, floored
-        at ``score_floor`` and never undone by IS weights, as LaBER with LAP's floor).
+        at ``score_floor`` and never undone by IS weights, as LaBER's selection with LAP's floor), or
+        ``"laber"`` (the same selection with LaBER's own IS weights ``mean(p) / p_i``, a contender).
         ``"density_ratio"`` with the pool is the default: it is the configuration the 10-seed
         study measured (docs/benchmarks/history.md); ``"fresh_td"`` with the same pool was level
         with it at 5 seeds, at a few percent less CPU time.
@@ -175,8 +176,10 @@ class ComplementaryMixin(WeightedReplayMixin):
         check_range("ratio_temperature", ratio_temperature, low=0.0, low_open=True)
         check_range("ratio_cap", ratio_cap, low=1.0)
         check_range("ratio_is_exponent", ratio_is_exponent, low=0.0, high=1.0)
-        if contribution == "fresh_td" and not candidate_pool:
-            raise ValueError("contribution='fresh_td' measures |TD| on a candidate pool: set candidate_pool >= 1")
+        if importance_for(contribution).needs_pool and not candidate_pool:
+            raise ValueError(
+                f"contribution={contribution!r} measures |TD| on a candidate pool: set candidate_pool >= 1"
+            )
         if weighting == "loss" and candidate_pool:
             raise ValueError(
                 f"weighting='loss' draws uniformly: it cannot select from a candidate_pool ({candidate_pool}); "
@@ -304,7 +307,9 @@ class ComplementaryMixin(WeightedReplayMixin):
             scores = np.ones(len(candidates), dtype=np.float32)
         else:
             scores = self.importance.candidate_scores(self, candidates, self._current_td_abs(samples))
-        batch, rates = buffer.select_from_candidates(candidates, samples, scores, batch_size)
+        batch, rates = buffer.select_from_candidates(
+            candidates, samples, scores, batch_size, max_normalized=self.importance.max_normalized_weights
+        )
         self._selection_rates.append(rates)
         return batch
 

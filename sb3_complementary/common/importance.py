@@ -1,6 +1,7 @@
 """
 What scores the replay, behind one interface: the fast/slow density ratio, the label signals the
-extractor regresses (``td``, ``influence``, ``outcome``), or fresh |TD| measured at draw time.
+extractor regresses (``td``, ``influence``, ``outcome``), or fresh |TD| measured at draw time
+(``fresh_td``, and ``laber`` with LaBER's unbiasing IS weights).
 
 Each kind is a stateless object: the state (extractor, label store, signal, scores) lives on the
 model and its buffer, so that ``save``/``load`` carry it. The model's ``fit_extractor()``,
@@ -33,10 +34,16 @@ class ReplayImportance:
 
     :cvar learns_labels: Whether gradient steps label their batch for a label store.
     :cvar neutral_score: Score of a new transition with ``initial_score="neutral"``.
+    :cvar needs_pool: Whether it scores a candidate pool only (``candidate_pool >= 1``).
+    :cvar max_normalized_weights: Whether a pool selection's IS weights are divided by their batch maximum.
     """
 
     learns_labels = False
     neutral_score = NEUTRAL_SCORE
+    #: Whether the kind scores a candidate pool only (no pool, no scores).
+    needs_pool = False
+    #: Whether a pool selection's IS weights are divided by their batch maximum (PER's rule).
+    max_normalized_weights = True
 
     def input_dim(self, buffer: ComplementaryReplayBuffer) -> int:
         """Width of the extractor's input."""
@@ -167,9 +174,11 @@ class DensityRatioImportance(ReplayImportance):
 
 class FreshTDImportance(ReplayImportance):
     """
-    No extractor: the candidates' |TD| measured at draw time (LaBER), floored at ``score_floor``
-    (LAP's floor with ``score_floor=1``) and never undone by IS weights.
+    No extractor: the candidates' |TD| measured at draw time (LaBER's selection), floored at
+    ``score_floor`` (LAP's floor with ``score_floor=1``) and never undone by IS weights.
     """
+
+    needs_pool = True
 
     def is_exponent(self, model: ComplementaryMixin) -> float | None:
         return 0.0
@@ -178,11 +187,28 @@ class FreshTDImportance(ReplayImportance):
         return td_abs
 
 
+class LaBERImportance(FreshTDImportance):
+    """
+    LaBER as its authors define it (Lahire et al., ICML 2022, "LaBER-mean"): the candidates' fresh
+    |TD| on the large batch, and the IS correction that keeps the gradient unbiased, not annealed:
+    with ``uniform_fraction=0`` a candidate's weight is ``(P q_i) ** -1 = mean(p) / p_i``, the
+    pool's mean priority over its own, with no division by the batch maximum. It is
+    ``fresh_td`` with the correction that ``fresh_td`` drops (a contender of the replay study;
+    pass ``uniform_fraction=0, score_floor=0`` for the authors' priorities).
+    """
+
+    max_normalized_weights = False
+
+    def is_exponent(self, model: ComplementaryMixin) -> float | None:
+        return 1.0
+
+
 #: Every kind, by the name the ``contribution`` knob takes.
 IMPORTANCES: dict[str, ReplayImportance] = {
     "density_ratio": DensityRatioImportance(),
     **{name: LabelSignalImportance() for name in SIGNALS},
     "fresh_td": FreshTDImportance(),
+    "laber": LaBERImportance(),
 }
 
 

@@ -50,15 +50,17 @@ def sample_complementary_knobs(trial: optuna.Trial) -> dict[str, Any]:
     :return: The replay knobs, ``extractor_lr_ratio`` (log, [0.03, 1]), ``refresh_interval``
         (log, [250, 4000] env steps), ``coupling_coef`` (log, [1e-3, 1]) and ``contribution``
         (every kind of replay score of the package that the class's default ``candidate_pool``
-        admits, the default density ratio included; ``fresh_td`` needs a pool, which the
-        actor-critic classes do not draw by default, so it is not sampled).
+        admits, the default density ratio included; ``fresh_td`` and ``laber`` need a pool, which
+        the actor-critic classes do not draw by default, so they are not sampled).
     """
     return {
         **sample_replay_knobs(trial),
         "extractor_lr_ratio": trial.suggest_float("extractor_lr_ratio", 0.03, 1.0, log=True),
         "refresh_interval": trial.suggest_int("refresh_interval", 250, 4000, log=True),
         "coupling_coef": trial.suggest_float("coupling_coef", 1e-3, 1.0, log=True),
-        "contribution": trial.suggest_categorical("contribution", [k for k in IMPORTANCES if k != "fresh_td"]),
+        "contribution": trial.suggest_categorical(
+            "contribution", [name for name, kind in IMPORTANCES.items() if not kind.needs_pool]
+        ),
     }
 
 
