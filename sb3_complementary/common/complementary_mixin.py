@@ -72,7 +72,8 @@ class ComplementaryMixin(WeightedReplayMixin):
     :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1]: the guard against
         feedback loops and the control group of the influence signal.
     :param score_floor: Minimum score, >= 0 (also the fallback for non-finite extractor outputs).
-    :param initial_score: Score of a new transition before its first re-score: ``"max"`` or ``"neutral"`` (0.5).
+    :param initial_score: Score of a new transition before its first re-score: ``"max"`` or ``"neutral"``
+        (the kind's "don't know": 1, the mean ratio, for the density ratio; 0.5 for the label signals).
     :param include_observation: Add the raw observation to the extractor features (flat Box of <= 32 dims only).
     :param eviction: What a full buffer drops: ``"fifo"`` (the oldest, as SB3) or ``"lowest_score"``
         (the oldest survives by replacing a lower-scored older transition; see ComplementaryReplayBuffer).
@@ -85,17 +86,16 @@ class ComplementaryMixin(WeightedReplayMixin):
     :param coupling_coef: Weight of KL(sampling distribution ‖ uniform) in the extractor loss, >= 0.
     :param probe_size: Number of freshest transitions used as the influence signal's probe batch.
     :param label_capacity: Number of contribution labels kept (older ones age out).
-    :param label_interval: Label the trained batch on one gradient step in this many. Labelling is
-        most of the extra cost per step; 4 cuts it, but scored worse on the study's CartPole screen
-        (docs/benchmarks/history.md, attempt 2), so every step is labelled by default.
+    :param label_interval: Label signals: label the trained batch on one gradient step in this many.
+        Labelling is most of their extra cost per step; larger values cut it and give fewer labels.
     :param candidate_pool: 0: replay samples from the sum tree by the scores of the last
         buffer-wide re-score. ``k >= 1``: draw-time selection instead: every gradient step draws
         ``k * batch_size`` uniform candidates, measures their ``|TD|`` now (forward passes of the
         value network and of the algorithm's own TD target, side-effect free),
         scores them on these fresh features and picks the batch from them by score
         (``select_from_candidates`` of the buffer). The stored ``|TD|`` goes stale within one
-        replay cycle, the fresh one is the feature that predicts the influence label
-        (docs/benchmarks/history.md, attempt 2 diagnosed); the price is the extra forward pass.
+        replay cycle; the fresh one costs an extra forward pass of the pool (skipped at ``alpha=0``,
+        where the selection is uniform whatever the scores).
         With ``"density_ratio"`` a candidate's score is its ratio weight times its fresh ``|TD|``.
         With HER the pool is relabelled before it is scored (the buffer's ``gather_pool``).
     :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest

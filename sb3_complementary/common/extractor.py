@@ -1,4 +1,4 @@
-"""The experience extractor: a small MLP that scores transitions in (0, 1)."""
+"""The experience extractor: a small MLP whose logit scores a transition (a score in (0, 1), or a log density ratio)."""
 
 import numpy as np
 import torch as th
@@ -55,8 +55,9 @@ class ExperienceExtractor(nn.Module):
     own optimizer (``self.optimizer``): it never shares gradients with the actor, and its
     outputs are always detached from the actor's loss (docs/design.md, "Pitfalls and their guards").
 
-    The last layer is zero-initialised so every transition starts at the neutral score 0.5:
-    a freshly built extractor cannot starve any data (docs/design.md, "Pitfalls and their guards").
+    The last layer is zero-initialised, so every transition starts at logit 0: the neutral score
+    0.5 of the label signals, and a density ratio of 1 (fast and slow alike). A freshly built
+    extractor cannot starve any data (docs/design.md, "Pitfalls and their guards").
 
     :param n_features: Width of the feature vector.
     :param net_arch: Hidden layer sizes, e.g. ``[64, 64]``.
