@@ -26,8 +26,9 @@ def replay_one_transition(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         samples: object,
         scores: np.ndarray,
         batch_size: int,
+        **kwargs: bool,
     ) -> tuple[WeightedSamples, np.ndarray]:
-        batch, rates = original(self, candidates, samples, scores, batch_size)  # type: ignore[arg-type]
+        batch, rates = original(self, candidates, samples, scores, batch_size, **kwargs)  # type: ignore[arg-type]
         if id(self) not in frozen:
             rows = np.zeros(batch_size, dtype=np.int64)
             frozen[id(self)] = batch._replace(

@@ -208,9 +208,9 @@ def test_a_candidate_pool_holds_relabelled_goals_scored_by_their_own_td():
     pools = []
     select = buffer.select_from_candidates
 
-    def record(candidates, samples, scores, batch_size):
+    def record(candidates, samples, scores, batch_size, **kwargs):
         pools.append((candidates, samples, scores, model._current_td_abs(samples)))
-        return select(candidates, samples, scores, batch_size)
+        return select(candidates, samples, scores, batch_size, **kwargs)
 
     buffer.select_from_candidates = record
     model.train(gradient_steps=1, batch_size=16)
