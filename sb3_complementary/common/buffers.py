@@ -221,7 +221,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.n_added += 1
         # The score array is current at once (a reader never sees the score of the row this one
         # overwrote); only the tree update waits for the next draw (_flush_new).
-        self.scores[self.row_indices([pos])] = self._initial_score()
+        self.scores[pos * self.n_envs : (pos + 1) * self.n_envs] = self._initial_score()  # row pos, every env
         self._unscored_rows.append(pos)
         if len(self._unscored_rows) >= 4096:  # bound the backlog when nothing samples for a long time
             self._flush_new()
