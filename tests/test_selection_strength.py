@@ -98,7 +98,9 @@ def test_window_credit_goes_to_the_window_that_trained_the_next_one() -> None:
     assert updates == [(credit.arms[0], 30.0)]
     assert credit.step(300)  # no episode in window 2: no credit for window 1
     assert len(updates) == 1
-    credit.record_episode(float("nan"))
+    with pytest.warns(UserWarning, match="not finite"):
+        credit.record_episode(float("nan"))
+    credit.record_episode(float("inf"))  # warned once only
     assert credit.step(400)
     assert len(updates) == 1
     assert credit.strength == bandit.strengths[credit.arms[-1]]

@@ -15,6 +15,7 @@ it for the same reason, on learning-progress rewards). The reward is ERO's and N
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 
 import numpy as np
@@ -128,6 +129,7 @@ class WindowedReturnCredit:
         self.window_returns: list[float] = []
         self._episode_returns: list[float] = []
         self._window_end = window
+        self._warned = False
 
     @property
     def strength(self) -> float:
@@ -135,9 +137,16 @@ class WindowedReturnCredit:
         return self.bandit.strengths[self.arms[-1]]
 
     def record_episode(self, episode_return: float) -> None:
-        """An episode of the training env ended with this return (non-finite returns are dropped)."""
+        """An episode of the training env ended with this return (a non-finite one is dropped, with a warning once)."""
         if np.isfinite(episode_return):
             self._episode_returns.append(float(episode_return))
+        elif not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"learned selection strength: an episode return of {episode_return} is not finite; it is left out "
+                "of the return credit (training goes on; this warning is shown once)",
+                stacklevel=2,
+            )
 
     def step(self, num_timesteps: int) -> bool:
         """
