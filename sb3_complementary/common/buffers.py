@@ -2,7 +2,6 @@
 
 import inspect
 import warnings
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -12,16 +11,13 @@ from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_complementary.common.features import TransitionFeatures, action_feature_dim, observation_feature_dim
+from sb3_complementary.common.features import TransitionFeatures, action_feature_dim
 from sb3_complementary.common.sum_tree import SumTree
 from sb3_complementary.common.tasks import task_shares
 from sb3_complementary.common.validation import check_choice, check_range
 
 INITIAL_SCORES = ("max", "neutral")
-EVICTIONS = ("fifo", "lowest_score")
-#: Candidates examined per eviction with ``eviction="lowest_score"``.
-EVICTION_CANDIDATES = 64
-#: Score given to new transitions with ``initial_score="neutral"``: the extractor's "don't know".
+#: Score given to new transitions with ``initial_score="neutral"`` unless the algorithm sets another.
 NEUTRAL_SCORE = 0.5
 
 
@@ -69,10 +65,7 @@ class WeightedSamples(NamedTuple):
     :param indices: ``(batch_size,)`` flat indices ``pos * n_envs + env`` of the transitions.
     :param weights: ``(batch_size, 1)`` IS weights normalised by their batch maximum, on the buffer's device.
     :param raw_weights: ``(batch_size,)`` un-normalised IS weights ``(N * P(i)) ** -beta`` (for logging).
-    :param control: ``(batch_size,)`` True where the transition came from the uniform share:
-        the control group that contribution labels are compared against.
-    :param fresh_scores: ``(batch_size,)`` scores measured when the batch was drawn, at the
-        parameters the gradient step starts from (ReLo's reducible loss), or None.
+    :param control: ``(batch_size,)`` True where the transition came from the uniform share.
     """
 
     samples: Samples
@@ -80,7 +73,6 @@ class WeightedSamples(NamedTuple):
     weights: th.Tensor
     raw_weights: np.ndarray
     control: np.ndarray
-    fresh_scores: np.ndarray | None = None
 
 
 class ComplementaryReplayBuffer(ReplayBuffer):
@@ -111,14 +103,8 @@ class ComplementaryReplayBuffer(ReplayBuffer):
     :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1].
     :param score_floor: Scores are clipped from below to this value, >= 0 (also the fallback for NaN scores).
     :param initial_score: Score of a new transition: ``"max"`` (highest score so far, so it is
-        replayed soon, as in PER) or ``"neutral"`` (0.5).
-    :param include_observation: Append the raw observation to the features (small flat Box only).
-    :param eviction: What a full buffer drops: ``"fifo"`` (the oldest transition, as SB3) or
-        ``"lowest_score"`` (the paper's "delete when down-voted": the oldest transition is kept
-        by moving it into the slot of the lowest-scored of a random sample of
-        ``EVICTION_CANDIDATES`` older transitions, if that one scores lower). It keeps SB3's
-        ring layout, so it needs ``n_steps=1`` and ``optimize_memory_usage=False``, whose
-        samples read neighbouring rows.
+        replayed soon, as in PER) or ``"neutral"`` (``neutral_score``, which the algorithm sets:
+        the scorer's "don't know").
     """
 
     observations: Any
@@ -141,8 +127,6 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         uniform_fraction: float = 0.0,
         score_floor: float = 0.0,
         initial_score: str = "max",
-        include_observation: bool = False,
-        eviction: str = "fifo",
     ) -> None:
         check_range("alpha", alpha, low=0.0)
         check_range("beta", beta, low=0.0, high=1.0)
@@ -151,14 +135,9 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         check_range("score_floor", score_floor, low=0.0)
         check_range("n_steps", n_steps, low=1)
         check_choice("initial_score", initial_score, INITIAL_SCORES)
-        check_choice("eviction", eviction, EVICTIONS)
-        if eviction == "lowest_score" and (n_steps > 1 or optimize_memory_usage):
-            raise ValueError("eviction='lowest_score' needs n_steps=1 and optimize_memory_usage=False")
         if epsilon == 0 and score_floor == 0 and uniform_fraction < 1:
             raise ValueError("epsilon and score_floor cannot both be 0: a transition could never be sampled again")
         action_feature_dim(action_space)  # fails early, naming the space, if features cannot encode it
-        if include_observation:
-            observation_feature_dim(observation_space)
         if n_steps > 1 and optimize_memory_usage:
             raise ValueError(
                 "n_steps > 1 is not supported with optimize_memory_usage=True (as in SB3's NStepReplayBuffer)"
@@ -180,18 +159,13 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self.uniform_fraction = uniform_fraction
         self.score_floor = score_floor
         self.initial_score = initial_score
-        self.include_observation = include_observation
-        self.eviction = eviction
-        self._eviction_rng = np.random.default_rng(0)  # private: eviction must not shift SB3's RNG stream
 
         self.tree = SumTree(self.buffer_size * self.n_envs)
         self.scores = np.zeros(self.buffer_size * self.n_envs, dtype=np.float32)
         self.max_score = 1.0
-        #: Score of a new transition with ``initial_score="neutral"``: the extractor's "don't know"
-        #: (0.5 for a score in (0, 1); a density-ratio extractor sets 1, the mean ratio).
+        #: Score of a new transition with ``initial_score="neutral"``: the scorer's "don't know"
+        #: (the density ratio sets 1, the mean ratio).
         self.neutral_score = NEUTRAL_SCORE
-        #: Freshest rows that lowest-score eviction never overwrites (the density ratio's fast memory).
-        self.protected_recent_rows = 0
         self.features = TransitionFeatures(self.buffer_size, self.n_envs, action_space)
         #: Rows added so far (one row = one transition per env); the clock for ages.
         self.n_added = 0
@@ -214,8 +188,6 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         """
         _check_finite(self.n_added, reward=reward, obs=obs, next_obs=next_obs)
         pos = self.pos
-        if self.full and self.eviction == "lowest_score":
-            self._rescue_oldest(pos)
         self.features.add(pos, action.reshape((self.n_envs, self.action_dim)), reward, done, infos, self.n_added)
         super().add(obs, next_obs, action, reward, done, infos)
         self.n_added += 1
@@ -262,48 +234,6 @@ class ComplementaryReplayBuffer(ReplayBuffer):
     def overhead_bytes(self) -> int:
         """Bytes this buffer holds beyond SB3's own storage: the sum tree, the scores and the feature table."""
         return int(self.tree.nbytes + self.scores.nbytes + self.features.table.nbytes)
-
-    def seed_eviction(self, seed: int | None) -> None:
-        """Seed the private generator of ``eviction="lowest_score"`` (the algorithm passes its own seed)."""
-        self._eviction_rng = np.random.default_rng(seed)
-
-    def _rescue_oldest(self, pos: int) -> None:
-        """
-        Before row ``pos`` (the oldest) is overwritten, move each of its transitions that outscores
-        the lowest-scored of a random sample of candidates into that candidate's slot.
-
-        Candidates are older than the envs' running episodes (whose rows the return back-fill
-        will still write), than the rows not yet scored and than ``protected_recent_rows``, and
-        never in row ``pos`` itself.
-        """
-        n_candidates = min(EVICTION_CANDIDATES, self.buffer_size - 1)
-        rows = self._eviction_rng.integers(0, self.buffer_size, size=(self.n_envs, n_candidates))
-        envs = self._eviction_rng.integers(0, self.n_envs, size=(self.n_envs, n_candidates))
-        age = (pos - rows) % self.buffer_size  # 0 = row pos (the oldest), 1 = the freshest
-        min_age = np.maximum(self.features.running_episode_length[envs], len(self._unscored_rows))
-        min_age = np.maximum(min_age, self.protected_recent_rows)
-        eligible = age > min_age
-        candidates = rows * self.n_envs + envs
-        scores = np.where(eligible, self.scores[candidates], np.inf)
-        best = scores.argmin(axis=1)
-        taken: set[int] = set()
-        for env_idx in range(self.n_envs):
-            victim = int(candidates[env_idx, best[env_idx]])
-            oldest = pos * self.n_envs + env_idx
-            if victim not in taken and scores[env_idx, best[env_idx]] < self.scores[oldest]:
-                self._move(oldest, victim)
-                taken.add(victim)
-
-    def _move(self, source: int, target: int) -> None:
-        """Copy transition ``source`` (flat index) over ``target``: data, features, score and priority."""
-        (src_row, src_env), (dst_row, dst_env) = divmod(source, self.n_envs), divmod(target, self.n_envs)
-        storages = [self.actions, self.rewards, self.dones, self.timeouts, self.features.table]
-        for observations in (self.observations, self.next_observations):
-            storages += list(observations.values()) if isinstance(observations, dict) else [observations]
-        for storage in storages:
-            storage[dst_row, dst_env] = storage[src_row, src_env]
-        self.scores[target] = self.scores[source]
-        self.tree.update(np.array([target]), np.array([self.tree.leaves[source]]))
 
     def _flush_new(self) -> None:
         """
@@ -352,7 +282,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         return self.size() * self.n_envs - (self.n_envs if (self.optimize_memory_usage and self.full) else 0)
 
     def recent_indices(self, n: int) -> np.ndarray:
-        """Flat indices of (about) the ``n`` freshest transitions: the probe set for the influence signal."""
+        """Flat indices of (about) the ``n`` freshest transitions (the density ratio's fast memory)."""
         rows = min(max(n // self.n_envs, 1), self.size())
         pos = (self.pos - 1 - np.arange(rows)) % self.buffer_size
         return self.row_indices(pos)
@@ -387,22 +317,6 @@ class ComplementaryReplayBuffer(ReplayBuffer):
             self.max_score = max(self.max_score, float(scores.max()))
         self.tree.update(indices, self.priority(scores))
 
-    def refresh_scores(self, score_fn: Callable[[np.ndarray], np.ndarray], chunk_size: int = 65536) -> np.ndarray:
-        """
-        Re-score every stored transition in batches and rebuild the tree in one pass.
-
-        :param score_fn: Maps a ``(n, n_features)`` feature matrix to ``(n,)`` scores.
-        :param chunk_size: Transitions per forward pass.
-        :return: ``(n_valid,)`` flat indices that were scored (same order as ``self.scores[indices]``).
-        """
-        indices = self.valid_indices()
-        scores = np.empty(len(indices), dtype=np.float32)
-        for start in range(0, len(indices), chunk_size):
-            chunk = indices[start : start + chunk_size]
-            scores[start : start + chunk_size] = np.asarray(score_fn(self.feature_matrix(chunk))).reshape(-1)
-        self.set_all_scores(indices, scores)
-        return indices
-
     def set_all_scores(self, indices: np.ndarray, scores: np.ndarray) -> None:
         """
         Replace every score at once and rebuild the tree: ``indices`` get ``scores``, every other leaf 0.
@@ -428,24 +342,6 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         self._flush_new()
         indices = self.valid_indices()
         self.set_all_scores(indices, self.scores[indices])
-
-    def feature_matrix(self, indices: np.ndarray, td_abs: np.ndarray | None = None) -> np.ndarray:
-        """
-        ``(n, n_features)`` extractor input of some transitions, as of now.
-
-        :param indices: ``(n,)`` flat indices.
-        :param td_abs: ``(n,)`` ``|TD|`` measured now, to use in place of the stored one (None: stored).
-        """
-        observations = None
-        if self.include_observation:
-            pos, env = np.divmod(indices, self.n_envs)
-            observations = self.observations[pos, env]
-        return self.features.matrix(indices, self.n_added, observations, td_abs)
-
-    @property
-    def n_features(self) -> int:
-        extra = observation_feature_dim(self.observation_space) if self.include_observation else 0
-        return self.features.n_columns + extra
 
     def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
         """``(n, d)`` float32 observations for flat Box or MultiBinary spaces (or a Dict of them); None for images."""
@@ -574,19 +470,6 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         control[:n_uniform] = True
         return self._weighted_batch(indices, weights, raw_weights, control, env)
 
-    def sample_loss_weighted(self, batch_size: int, env: VecNormalize | None = None) -> WeightedSamples:
-        """
-        Draw a batch uniformly (SB3's own RNG calls) and weight each sample's loss by its
-        :meth:`replay_weights` (``N * P(i)``, mean 1 over the buffer) instead of drawing by it.
-
-        :param batch_size: Number of transitions.
-        :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
-        """
-        self._flush_new()
-        indices = self.uniform_indices(batch_size)
-        weights = self.replay_weights(indices)
-        return self._weighted_batch(indices, weights, weights, np.zeros(batch_size, dtype=bool), env)
-
     def _weighted_batch(
         self,
         indices: np.ndarray,
@@ -599,7 +482,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         Gather drawn transitions into one batch, every per-sample array in the order of the samples' rows.
 
         :param indices: ``(n,)`` flat indices, in draw order.
-        :param weights: ``(n,)`` the loss weights (normalised IS weights, or ``N * P(i)``).
+        :param weights: ``(n,)`` the loss weights (IS weights normalised by their batch maximum).
         :param raw_weights: ``(n,)`` the weights to log.
         :param control: ``(n,)`` True for the uniform share.
         :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.

@@ -1,302 +1,159 @@
-"""The experience extractor's side of a Complementary algorithm: setup, fit, re-score, feedback, persistence."""
+"""The Complementary algorithms' replay: the experience extractor's state and schedule, the pool draw, the feedback."""
 
 import warnings
 from collections import deque
 from typing import Any
 
 import numpy as np
-import torch as th
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
-from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.type_aliases import MaybeCallback, RolloutReturn, TrainFreq
+from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_complementary.common.buffers import ComplementaryReplayBuffer, WeightedSamples
-from sb3_complementary.common.callbacks import ExtractorTrainingCallback
-from sb3_complementary.common.contribution import SIGNALS, ContributionSignal, make_signal
-from sb3_complementary.common.density_ratio import MIN_FAST_MEMORY
-from sb3_complementary.common.extractor import ExperienceExtractor
-from sb3_complementary.common.importance import IMPORTANCES, ReplayImportance, importance_for
-from sb3_complementary.common.label_store import LabelStore
+from sb3_complementary.common import density_ratio
+from sb3_complementary.common.buffers import NEUTRAL_SCORE, ComplementaryReplayBuffer, WeightedSamples
+from sb3_complementary.common.extractor import MIN_FAST_MEMORY, ExperienceExtractor, extractor_settings
+from sb3_complementary.common.migration import check_contribution, check_old_knobs
 from sb3_complementary.common.side_effects import preserved_rng
-from sb3_complementary.common.tasks import TASK_FEATURE_COLUMN
 from sb3_complementary.common.validation import check_choice, check_range
 from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 
-#: What scores the replay (common/importance.py): the fast/slow density ratio, one of the label
-#: signals the extractor regresses, or ``"fresh_td"`` (no extractor: |TD| measured at draw time).
-CONTRIBUTIONS = tuple(IMPORTANCES)
-#: How the replay weights enter the update: as draw probabilities, or as loss weights on uniform draws.
-WEIGHTINGS = ("sampling", "loss")
-#: The fast memory of a buffer of 10,000 transitions or more, the size the study measured.
-DEFAULT_FAST_MEMORY = 2000
-#: A smaller buffer's fast memory is ``buffer_size // FAST_MEMORY_DIVISOR``, the study's 2000 of 10,000.
-FAST_MEMORY_DIVISOR = 5
+#: What scores the replay: the fast/slow density ratio (the extractor) times fresh ``|TD|``, or
+#: fresh ``|TD|`` alone (``fresh_td``; ``laber`` with LaBER's unbiasing IS weights).
+CONTRIBUTIONS = ("density_ratio", "fresh_td", "laber")
+#: The fixed IS exponent of each kind's draws (``density_ratio``'s is ``extractor_kwargs["is_exponent"]``).
+IS_EXPONENTS = {"fresh_td": 0.0, "laber": 1.0}
 #: Percentiles of ``N * P(i)`` recorded as the weight range.
 WEIGHT_PERCENTILES = (5, 95)
+#: Transitions per forward pass when the whole buffer is re-scored.
+RESCORE_CHUNK = 65536
 
 
 class ComplementaryMixin(WeightedReplayMixin):
     """
     Replay run by a learned experience extractor that co-evolves with the policy.
 
-    By default the extractor is a classifier of the fast memory (the freshest transitions)
-    against the whole buffer: its odds, the density ratio, say how much a transition looks like
-    what the agent does now. Each gradient step draws ``candidate_pool`` batches of uniform
-    candidates, measures their ``|TD|`` with the current networks, and picks its batch from them,
-    a ``uniform_fraction`` share uniformly and the rest by ratio times fresh ``|TD|``; the ratio's
-    shift is not undone by IS weights (``ratio_is_exponent=0``). The label signals (``"td"``,
-    ``"influence"``, ``"outcome"``) instead label each trained batch into the label store, and the
-    extractor regresses those labels. Either way the :class:`ExtractorTrainingCallback` only
-    schedules ``fit_extractor()`` and ``refresh_scores()``. The extractor and its optimizer are
-    saved with the model.
+    The extractor classifies the fast memory (the freshest transitions) against the whole buffer:
+    its odds, the density ratio, say how much a transition looks like what the agent does now
+    (:mod:`~sb3_complementary.common.extractor`). The model fits it every
+    ``extractor_kwargs["train_freq"]`` env steps and re-scores the buffer with it every
+    ``extractor_kwargs["refresh_interval"]`` env steps, at the end of a rollout (never inside the
+    per-step loop); :meth:`fit_extractor` and :meth:`refresh_scores` are public. Each gradient
+    step draws ``candidate_pool`` batches of uniform candidates, measures their ``|TD|`` with the
+    current networks, and picks its batch from them: a ``uniform_fraction`` share uniformly, the
+    rest by ``(ratio * max(|TD|, score_floor) + epsilon) ** alpha``. The extractor and its
+    optimizer are saved with the model.
 
     Put first in the bases of an algorithm (``class ComplementaryX(ComplementaryMixin, WeightedX)``):
     its constructor takes every argument of the parent algorithm (positional ones included),
     plus these keyword knobs, the same for every algorithm:
 
-    :param contribution: What the extractor learns: ``"td"`` (the transition's ``|TD|`` rank in its
-        batch: learned PER), ``"influence"`` (does a gradient step on the transition lower the TD
-        loss on fresh experience, more than the uniform control group's transitions do) or
-        ``"outcome"`` (did training-episode returns improve after it was replayed);
-        ``"density_ratio"`` (a classifier of the fast memory against the whole buffer: how much a
-        transition looks like what the agent does now; see ``docs/design.md``); or ``"fresh_td"``
-        (no extractor: with ``candidate_pool``, the candidates' ``|TD|`` measured at draw time, floored
-        at ``score_floor`` and never undone by IS weights, as LaBER's selection with LAP's floor), or
-        ``"laber"`` (the same selection with LaBER's own IS weights ``mean(p) / p_i``, a contender).
-        ``"density_ratio"`` with the pool is the default: it is the configuration the 10-seed
-        study measured (docs/benchmarks/history.md); ``"fresh_td"`` with the same pool was level
-        with it at 5 seeds, at a few percent less CPU time.
-    :param alpha: Priority exponent on the scores, ``P ∝ (score + epsilon) ** alpha``, >= 0.
-    :param beta: Initial IS exponent in [0, 1], annealed to 1 over ``learn()``, for the label signals
-        (the density ratio's is ``ratio_is_exponent``, fixed; ``"fresh_td"``'s is 0).
+    :param contribution: What scores the candidates: ``"density_ratio"`` (the extractor's ratio
+        times fresh ``|TD|``, draws never undone by IS weights at ``is_exponent=0``), ``"fresh_td"``
+        (fresh ``|TD|`` alone, floored at ``score_floor``, never undone: LaBER's selection with
+        LAP's floor; no extractor is fitted) or ``"laber"`` (the same selection with LaBER's own IS
+        weights ``mean(p) / p_i``). Both ``|TD|`` kinds need ``candidate_pool >= 1``.
+    :param alpha: Priority exponent, >= 0 (0: uniform draws, the control). The buffer reads it at
+        every draw; change it during training with :meth:`set_alpha`.
     :param epsilon: Added to the scores, >= 0.
     :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1]: the guard against
-        feedback loops and the control group of the influence signal.
-    :param score_floor: Minimum score, >= 0 (also the fallback for non-finite extractor outputs).
-    :param initial_score: Score of a new transition before its first re-score: ``"max"`` or ``"neutral"``
-        (the kind's "don't know": 1, the mean ratio, for the density ratio; 0.5 for the label signals).
-    :param include_observation: Add the raw observation to the extractor features (flat Box of <= 32 dims only).
-    :param eviction: What a full buffer drops: ``"fifo"`` (the oldest, as SB3) or ``"lowest_score"``
-        (the oldest survives by replacing a lower-scored older transition; see ComplementaryReplayBuffer).
-    :param extractor_net_arch: Hidden layers of the extractor MLP (default ``[64, 64]``).
-    :param extractor_lr_ratio: Extractor learning rate as a fraction of the policy's initial one.
-    :param extractor_train_freq: Env steps between extractor fits.
-    :param extractor_gradient_steps: Extractor gradient steps per fit.
-    :param extractor_batch_size: Extractor minibatch size.
-    :param refresh_interval: Env steps between full re-scores of the buffer.
-    :param coupling_coef: Weight of KL(sampling distribution ‖ uniform) in the extractor loss, >= 0.
-    :param probe_size: Number of freshest transitions used as the influence signal's probe batch.
-    :param label_capacity: Number of contribution labels kept (older ones age out).
-    :param label_interval: Label signals: label the trained batch on one gradient step in this many.
-        Labelling is most of their extra cost per step; larger values cut it and give fewer labels.
-    :param candidate_pool: 0: replay samples from the sum tree by the scores of the last
-        buffer-wide re-score. ``k >= 1``: draw-time selection instead: every gradient step draws
-        ``k * batch_size`` uniform candidates, measures their ``|TD|`` now (forward passes of the
-        value network and of the algorithm's own TD target, side-effect free),
-        scores them on these fresh features and picks the batch from them by score
-        (``select_from_candidates`` of the buffer). The stored ``|TD|`` goes stale within one
-        replay cycle; the fresh one costs an extra forward pass of the pool (skipped at ``alpha=0``,
-        where the selection is uniform whatever the scores).
-        With ``"density_ratio"`` a candidate's score is its ratio weight times its fresh ``|TD|``.
-        With HER the pool is relabelled before it is scored (the buffer's ``gather_pool``).
-    :param fast_memory: ``"density_ratio"``: the fast memory, the ``fast_memory`` freshest
-        transitions (indices into the buffer, never a copy), in ``[16, buffer_size // 2]``: it must
-        hold held-out transitions for the classifier's AUC, and the classifier fits once the
-        buffer holds twice the fast memory. Default: 2,000, or a fifth of a smaller buffer (the
-        study's smallest buffer, 10,000 transitions, had its fast memory at a fifth), at least 16.
-    :param ratio_temperature: ``"density_ratio"``: the ratio enters as ``ratio ** (1 / T)``, > 0.
-    :param ratio_cap: ``"density_ratio"``: largest self-normalised weight, >= 1.
-    :param weighting: ``"sampling"`` (draw ∝ the mixture of the uniform share and the scores) or
-        ``"loss"`` (draw uniformly as SB3 does, and weight each sample's loss by ``N * P(i)`` of
-        that same mixture).
-    :param ratio_is_exponent: ``"density_ratio"`` with ``weighting="sampling"``: the IS exponent, in
-        [0, 1], fixed (not annealed). 0 keeps the shift toward the current agent's data; 1 undoes it.
-    :param task_balanced_labels: Multi-task runs: fit the extractor on each label's rank among the
-        stored labels of the same task (``info["task_id"]``), the analogue of the paper's group-wise
-        normalisation, so that one easy task cannot monopolise the replay. It changes the fitting
-        targets only, not which transitions are labelled; with a single task the labels become
-        their ranks (same order).
+        feedback loops.
+    :param score_floor: Minimum score, >= 0 (also the fallback for non-finite scores).
+    :param candidate_pool: ``k >= 1``: every gradient step draws ``k * batch_size`` uniform
+        candidates, measures their ``|TD|`` now (forward passes of the value network and of the
+        algorithm's own TD target, side-effect free) and selects the batch from them
+        (``select_from_candidates`` of the buffer); the measurement is skipped at ``alpha=0``,
+        where the selection is uniform whatever the scores. With HER the pool is relabelled
+        before it is scored. 0: ``density_ratio`` draws from the sum tree by the scores of the
+        last re-score.
+    :param extractor_kwargs: The extractor's settings (network, schedule, fast memory, ratio
+        temperature and cap, IS exponent): see
+        :func:`~sb3_complementary.common.extractor.extractor_settings`.
     """
 
     extractor: ExperienceExtractor
-    label_store: LabelStore
-    contribution_signal: ContributionSignal | None
+    initial_score = "neutral"
+    _complementary = True
 
     def __init__(
         self,
         *args: Any,
         contribution: str = "density_ratio",
         alpha: float = 1.0,
-        beta: float = 0.4,
         epsilon: float = 1e-3,
         uniform_fraction: float = 0.25,
         score_floor: float = 0.01,
-        initial_score: str = "neutral",
-        include_observation: bool = False,
-        eviction: str = "fifo",
-        extractor_net_arch: list[int] | None = None,
-        extractor_lr_ratio: float = 0.25,
-        extractor_train_freq: int = 500,
-        extractor_gradient_steps: int = 64,
-        extractor_batch_size: int = 256,
-        refresh_interval: int = 1000,
-        coupling_coef: float = 0.1,
-        probe_size: int = 64,
-        label_capacity: int = 20_000,
-        label_interval: int = 1,
         candidate_pool: int = 4,
-        fast_memory: int | None = None,
-        ratio_temperature: float = 1.5,
-        ratio_cap: float = 10.0,
-        weighting: str = "sampling",
-        ratio_is_exponent: float = 0.0,
-        task_balanced_labels: bool = False,
+        extractor_kwargs: dict[str, Any] | None = None,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_old_knobs(type(self).__name__, kwargs, complementary=True)
+        check_contribution(contribution)
         kwargs["_init_setup_model"] = False  # the knobs below must exist before _setup_model runs
         super().__init__(*args, **kwargs)
-        self._init_replay_knobs(
-            alpha, beta, epsilon, uniform_fraction, score_floor, initial_score, include_observation, eviction
-        )
         check_choice("contribution", contribution, CONTRIBUTIONS)
-        check_choice("weighting", weighting, WEIGHTINGS)
-        # The classifier fits once the buffer holds twice the fast memory (fast and slow must differ).
-        fittable = self.buffer_size // 2 if contribution == "density_ratio" else None
-        if fast_memory is None:
-            fast_memory = min(DEFAULT_FAST_MEMORY, max(MIN_FAST_MEMORY, self.buffer_size // FAST_MEMORY_DIVISOR))
-            if fittable is not None and fast_memory > fittable:
-                warnings.warn(
-                    f"buffer_size={self.buffer_size} is below twice the smallest fast memory ({MIN_FAST_MEMORY}): "
-                    "the density-ratio classifier can never be fitted, so its weights stay 1 and only fresh |TD| "
-                    f"selects; use buffer_size >= {2 * MIN_FAST_MEMORY}",
-                    stacklevel=2,
-                )
-        else:
-            check_range("fast_memory", fast_memory, low=MIN_FAST_MEMORY, high=fittable)
-        check_range("ratio_temperature", ratio_temperature, low=0.0, low_open=True)
-        check_range("ratio_cap", ratio_cap, low=1.0)
-        check_range("ratio_is_exponent", ratio_is_exponent, low=0.0, high=1.0)
-        if importance_for(contribution).needs_pool and not candidate_pool:
-            raise ValueError(
-                f"contribution={contribution!r} measures |TD| on a candidate pool: set candidate_pool >= 1"
-            )
-        if weighting == "loss" and candidate_pool:
-            raise ValueError(
-                f"weighting='loss' draws uniformly: it cannot select from a candidate_pool ({candidate_pool}); "
-                "pass candidate_pool=0 with it"
-            )
-        net_arch = [64, 64] if extractor_net_arch is None else list(extractor_net_arch)
-        if not net_arch or any(int(w) < 1 for w in net_arch):
-            raise ValueError(f"extractor_net_arch must be a non-empty list of positive layer sizes, got {net_arch!r}")
-        check_range("extractor_lr_ratio", extractor_lr_ratio, low=0.0, low_open=True)
-        check_range("extractor_train_freq", extractor_train_freq, low=1)
-        check_range("extractor_gradient_steps", extractor_gradient_steps, low=1)
-        check_range("extractor_batch_size", extractor_batch_size, low=1)
-        check_range("refresh_interval", refresh_interval, low=1)
-        check_range("coupling_coef", coupling_coef, low=0.0)
-        check_range("probe_size", probe_size, low=1)
-        check_range("label_capacity", label_capacity, low=1)
-        check_range("label_interval", label_interval, low=1)
         check_range("candidate_pool", candidate_pool, low=0)
         if int(candidate_pool) != candidate_pool:
             raise ValueError(f"candidate_pool must be a whole number of batches (0 = off), got {candidate_pool!r}")
-        if not isinstance(task_balanced_labels, (bool, np.bool_)):
-            raise ValueError(f"task_balanced_labels must be a bool (True or False), got {task_balanced_labels!r}")
+        if contribution in IS_EXPONENTS and not candidate_pool:
+            raise ValueError(
+                f"contribution={contribution!r} measures |TD| on a candidate pool: set candidate_pool >= 1"
+            )
         self.contribution = contribution
-        self.extractor_net_arch = net_arch
-        self.extractor_lr_ratio = extractor_lr_ratio
-        self.extractor_train_freq = extractor_train_freq
-        self.extractor_gradient_steps = extractor_gradient_steps
-        self.extractor_batch_size = extractor_batch_size
-        self.refresh_interval = refresh_interval
-        self.coupling_coef = coupling_coef
-        self.probe_size = probe_size
-        self.label_capacity = label_capacity
-        self.label_interval = label_interval
         self.candidate_pool = int(candidate_pool)
-        self.fast_memory = int(fast_memory)
-        self.ratio_temperature = ratio_temperature
-        self.ratio_cap = ratio_cap
-        self.weighting = weighting
-        self.ratio_is_exponent = ratio_is_exponent
-        #: Held-out ROC AUC of the density-ratio classifier at its last fit (NaN before the first).
+        self.extractor_kwargs = extractor_kwargs
+        settings = extractor_settings(extractor_kwargs, self.buffer_size)  # checked once, here
+        if contribution == "density_ratio" and settings["fast_memory"] > self.buffer_size // 2:
+            warnings.warn(
+                f"buffer_size={self.buffer_size} is below twice the smallest fast memory ({MIN_FAST_MEMORY}): "
+                "the density-ratio classifier can never be fitted, so its weights stay 1 and only fresh |TD| "
+                f"selects; use buffer_size >= {2 * MIN_FAST_MEMORY}",
+                stacklevel=2,
+            )
+        self._init_replay_knobs(alpha, epsilon, uniform_fraction, score_floor)
+        #: Held-out ROC AUC of the classifier at its last fit (NaN before the first).
         self.extractor_auc = float("nan")
         #: ``num_timesteps`` of the last fit and re-score: the extractor's schedule, saved with the model.
         self.last_fit_step = 0
         self.last_refresh_step = 0
         #: Replay rates ``P * q_i`` of the last 1,000 draw-time selections (with ``candidate_pool``).
         self._selection_rates: deque[np.ndarray] = deque(maxlen=1000)
-        self.task_balanced_labels = bool(task_balanced_labels)
-        self._n_feedback = 0
         if _init_setup_model:
             self._setup_model()
 
-    @property
-    def importance(self) -> ReplayImportance:
-        """What scores the replay, as chosen by ``contribution`` (common/importance.py)."""
-        return importance_for(self.contribution)
-
     def _setup_model(self) -> None:
+        self._migrate_saved()  # an old save's extractor settings move into extractor_kwargs
+        self.extractor_settings = extractor_settings(self.extractor_kwargs, self.buffer_size)
         super()._setup_model()
-        buffer = self.replay_buffer
-        n_inputs = self.importance.input_dim(buffer)
         # Initialising the extractor draws from torch's RNG: on a fork, so that the policy's own draws
         # (a SAC actor sampling actions) stay where the uniform parent algorithm would have them.
         with preserved_rng(self.device):
             self.extractor = ExperienceExtractor(
-                n_inputs,
-                self.extractor_net_arch,
-                learning_rate=self.extractor_lr_ratio * self.lr_schedule(1.0),
+                self.replay_buffer.ratio_input_dim,
+                self.extractor_settings["net_arch"],
+                learning_rate=self.extractor_settings["lr_ratio"] * self.lr_schedule(1.0),
                 device=self.device,
             )
-        # Multi-task runs: fit on labels ranked within each task, so one easy task cannot monopolise the replay.
-        task_column = TASK_FEATURE_COLUMN if self.task_balanced_labels else None
-        self.label_store = LabelStore(self.label_capacity, buffer.n_features, task_column=task_column)
-        self._configure_buffer(buffer)
-        loaded = self.__dict__.get("contribution_signal")  # set by SB3's load() from the saved data
-        if not self.importance.learns_labels:
-            self.contribution_signal = None
-        elif isinstance(loaded, SIGNALS[self.contribution]):
-            self.contribution_signal = loaded  # a resumed run keeps its labels and the signal's state
-            self.label_store = loaded.store
-        else:
-            self.contribution_signal = make_signal(self.contribution, self.label_store)
-        self.needs_influence = self.contribution_signal is not None and self.contribution_signal.needs_influence
+        self._configure_buffer(self.replay_buffer)
+        if not hasattr(self, "_selection_rates"):  # a model saved without it
+            self._selection_rates = deque(maxlen=1000)
 
     def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
         super()._adopt_buffer(buffer)
-        if not hasattr(buffer, "neutral_score"):
-            warnings.warn(
-                "Replay buffer saved before the density-ratio extractor (no neutral_score): migrating it; "
-                "its scores are kept and are replaced at the next re-score.",
-                stacklevel=3,
-            )
         self._configure_buffer(buffer)
 
     def _configure_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
-        """What the importance kind asks of the buffer: a new transition's score, the protected fast rows."""
-        buffer.neutral_score = self.importance.neutral_score
-        buffer.protected_recent_rows = self.importance.protected_rows(self)
+        """A new transition's score: the mean ratio (1) for the density ratio, the buffer's neutral one otherwise."""
+        buffer.neutral_score = 1.0 if self.contribution == "density_ratio" else NEUTRAL_SCORE
 
-    def _begin_weighted_train(self) -> None:
-        super()._begin_weighted_train()
-        exponent = self.importance.is_exponent(self)
-        if exponent is not None:  # a fixed exponent: the shift the scores make is not annealed away
-            self.replay_buffer.beta = exponent
+    def _is_exponent(self) -> float:
+        if self.contribution == "density_ratio":
+            return float(self.extractor_settings["is_exponent"])  # the ratio's shift is the point
+        return IS_EXPONENTS[self.contribution]
 
-    def _label_due(self) -> bool:
-        """
-        Whether the current gradient step labels its batch: one step in ``label_interval``.
-
-        Consecutive batches carry nearly the same information about the extractor's target,
-        and labelling (the influence's probe pass, the feature gather) is most of the extra cost
-        per step, so labels are subsampled in time; |TD| and use counts are recorded every step.
-        """
-        return self.contribution_signal is not None and self._n_feedback % self.label_interval == 0
-
+    # ------------------------------------------------------------------ the draw and the feedback
     def _draw_batch(self, batch_size: int) -> WeightedSamples:
-        if self.weighting == "loss":
-            return self.replay_buffer.sample_loss_weighted(batch_size, env=self._vec_normalize_env)
         if not self.candidate_pool:
             return super()._draw_batch(batch_size)
         buffer = self.replay_buffer
@@ -305,70 +162,85 @@ class ComplementaryMixin(WeightedReplayMixin):
         samples, candidates = buffer.gather_pool(candidates, env=self._vec_normalize_env)
         if buffer.alpha == 0:  # every priority is 1 whatever the scores: skip measuring them (same draws)
             scores = np.ones(len(candidates), dtype=np.float32)
+        elif self.contribution == "density_ratio":  # "looks like the current agent's data" times "is still wrong"
+            scores = buffer.scores[candidates] * np.maximum(self._current_td_abs(samples), buffer.score_floor)
         else:
-            scores = self.importance.candidate_scores(self, candidates, self._current_td_abs(samples))
+            scores = self._current_td_abs(samples)
         batch, rates = buffer.select_from_candidates(
-            candidates, samples, scores, batch_size, max_normalized=self.importance.max_normalized_weights
+            candidates, samples, scores, batch_size, max_normalized=self.contribution != "laber"
         )
         self._selection_rates.append(rates)
         return batch
 
-    def sampling_ess_fraction(self) -> float:
-        """
-        ESS fraction of the sampling distribution (1 = uniform). With draw-time selection, the
-        mean over the last 1,000 draws of the selection's ESS within its candidate pool.
-        """
-        if not self.candidate_pool:
-            return super().sampling_ess_fraction()
-        if not self._selection_rates:
-            return 1.0
-        return float(np.mean([1.0 / np.mean(rates**2) for rates in self._selection_rates]))
-
-    def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
-        self._record_weights(batch)
-        if self._label_due():
-            assert self.contribution_signal is not None
-            # With draw-time selection the batch was scored on its |TD| at the step's starting
-            # parameters, which is td_abs: label the features it was selected on.
-            fresh_td = td_abs if self.candidate_pool else None
-            features = self.replay_buffer.feature_matrix(batch.indices, td_abs=fresh_td)
-            self.contribution_signal.observe(
-                features,
-                td_abs,
-                batch.control,
-                None if influence is None else influence.detach().cpu().numpy(),
-            )
+    def _feed_back(self, batch: WeightedSamples, td_abs: np.ndarray) -> None:
         self.replay_buffer.record_use(batch.indices, td_abs)
-        self._n_feedback += 1
 
     # ------------------------------------------------------------------ the extractor's schedule
-    def fit_extractor(
+    def collect_rollouts(
         self,
-        gradient_steps: int | None = None,
-        batch_size: int | None = None,
-        coupling_coef: float | None = None,
-    ) -> float:
+        env: VecEnv,
+        callback: BaseCallback,
+        train_freq: TrainFreq,
+        replay_buffer: ReplayBuffer,
+        action_noise: Any = None,
+        learning_starts: int = 0,
+        log_interval: int | None = None,
+    ) -> RolloutReturn:
+        """SB3's ``collect_rollouts``, then the extractor's schedule (:meth:`_run_schedule`) at the rollout's end."""
+        rollout = super().collect_rollouts(
+            env, callback, train_freq, replay_buffer, action_noise, learning_starts, log_interval
+        )
+        if rollout.continue_training:
+            self._run_schedule()
+        return rollout
+
+    def _run_schedule(self) -> None:
+        """Fit every ``train_freq`` env steps and re-score every ``refresh_interval`` env steps."""
+        steps = self.num_timesteps
+        if steps - self.last_fit_step >= self.extractor_settings["train_freq"]:
+            self.last_fit_step = steps
+            self.fit_extractor()
+        if steps - self.last_refresh_step >= self.extractor_settings["refresh_interval"] and self.replay_buffer.size():
+            self.last_refresh_step = steps
+            self.refresh_scores()
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        if self.last_fit_step > self.num_timesteps:  # learn(reset_num_timesteps=True): the clock restarted
+            self.last_fit_step = self.last_refresh_step = self.num_timesteps
+        return result
+
+    def fit_extractor(self) -> float:
         """
-        Take the extractor's gradient steps (the :class:`ExtractorTrainingCallback` schedules this).
+        Take the extractor's gradient steps now: balanced BCE of the fast memory against the whole
+        buffer, then its held-out ROC AUC (``extractor_auc``). It waits until the buffer holds
+        twice the fast memory; ``fresh_td`` and ``laber`` fit nothing.
 
-        Density ratio (the fast/slow classifier): balanced BCE of the fast memory against the
-        whole buffer, then its held-out ROC AUC (``extractor_auc``). It waits until the buffer
-        holds twice the fast memory. Label signals: close the signal's window, then BCE on the
-        label store plus ``coupling_coef`` × KL(sampling distribution ‖ uniform).
-
-        :param gradient_steps: Default: ``extractor_gradient_steps``.
-        :param batch_size: Default: ``extractor_batch_size``.
-        :param coupling_coef: Label signals only. Default: the model's ``coupling_coef``.
         :return: Mean loss of the fit (NaN when there was nothing to fit on yet).
         """
-        loss = self.importance.fit(
-            self,
-            self.extractor_gradient_steps if gradient_steps is None else gradient_steps,
-            self.extractor_batch_size if batch_size is None else batch_size,
-            self.coupling_coef if coupling_coef is None else coupling_coef,
+        settings, buffer = self.extractor_settings, self.replay_buffer
+        if self.contribution != "density_ratio" or not density_ratio.fit_ready(buffer, settings["fast_memory"]):
+            return float("nan")
+        loss = density_ratio.fit_classifier(
+            self.extractor,
+            buffer,
+            settings["fast_memory"],
+            settings["gradient_steps"],
+            settings["batch_size"],
+            self.replay_rng,
         )
-        if not np.isnan(loss):
-            self.logger.record("complementary/extractor_loss", loss)
+        self.extractor_auc = density_ratio.held_out_auc(
+            self.extractor, buffer, settings["fast_memory"], self.replay_rng
+        )
+        self.logger.record("complementary/roc_auc", self.extractor_auc)
+        self.logger.record("complementary/extractor_loss", loss)
         return loss
 
     def refresh_scores(self) -> None:
@@ -376,12 +248,21 @@ class ComplementaryMixin(WeightedReplayMixin):
         Re-score every stored transition with batched forward passes, rebuild the sum tree, and
         log the replay's health (:meth:`replay_diagnostics`, and the scores by age quartile).
 
-        Density ratio: the tempered, self-normalised, capped ratio of
+        The scores are the tempered, self-normalised, capped ratio of
         :func:`~sb3_complementary.common.density_ratio.ratio_weights` (all 1 until the first fit).
-        ``fresh_td`` scores at draw time: only the health is logged.
+        ``fresh_td`` and ``laber`` score at draw time: only the health is logged.
         """
         buffer = self.replay_buffer
-        indices = self.importance.rescore(self)
+        indices = buffer.valid_indices()
+        if self.contribution == "density_ratio":
+            if np.isnan(self.extractor_auc):  # not fitted yet: every transition counts the same
+                weights = np.ones(len(indices), dtype=np.float32)
+            else:
+                chunks = [indices[start : start + RESCORE_CHUNK] for start in range(0, len(indices), RESCORE_CHUNK)]
+                logits = np.concatenate([self.extractor.numpy_logits(buffer.ratio_inputs(c)) for c in chunks])
+                settings = self.extractor_settings
+                weights = density_ratio.ratio_weights(logits, settings["temperature"], settings["cap"])
+            buffer.set_all_scores(indices, weights)
         for name, value in self.replay_diagnostics().items():
             self.logger.record(f"complementary/{name}", value)
         rows, envs = np.divmod(indices, buffer.n_envs)
@@ -394,14 +275,26 @@ class ComplementaryMixin(WeightedReplayMixin):
                 self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
         self._log_task_shares(buffer.task_shares(indices))
 
+    # ------------------------------------------------------------------ diagnostics (queries)
+    def sampling_ess_fraction(self) -> float:
+        """
+        ESS fraction of the sampling distribution (1 = uniform). With draw-time selection, the
+        mean over the last 1,000 draws of the selection's ESS within its candidate pool.
+        """
+        if not self.candidate_pool:
+            return super().sampling_ess_fraction()
+        if not self._selection_rates:
+            return 1.0
+        return float(np.mean([1.0 / np.mean(rates**2) for rates in self._selection_rates]))
+
     def replay_diagnostics(self) -> dict[str, float]:
         """
         What the replay does now, as a query (nothing is written): the ESS fraction of the replay
         distribution (1 = uniform), the range of ``N * P(i)`` over the buffer (``weight_p5``,
         ``weight_p95``, ``weight_max``; 1 everywhere for uniform replay) and the classifier's
-        held-out ROC AUC (``roc_auc``, NaN for label signals and before the first fit). With
-        draw-time selection (``candidate_pool``) the draws are decided in the pool, so the range is
-        that of the rates ``P * q_i`` over the candidates of the last 1,000 pools.
+        held-out ROC AUC (``roc_auc``, NaN before the first fit). With draw-time selection
+        (``candidate_pool``) the draws are decided in the pool, so the range is that of the rates
+        ``P * q_i`` over the candidates of the last 1,000 pools.
         """
         if self.candidate_pool:
             weights = np.concatenate(self._selection_rates) if self._selection_rates else np.ones(0)
@@ -421,8 +314,6 @@ class ComplementaryMixin(WeightedReplayMixin):
         Multi-task runs only (more than one task id stored): per task, the share of replay draws
         (``complementary/task_{k}_sample_share``) beside its share of the stored data
         (``complementary/task_{k}_data_share``), to show whether one task monopolises the replay.
-
-        :param shares: From :meth:`~sb3_complementary.common.buffers.ComplementaryReplayBuffer.task_shares`.
         """
         if len(shares) < 2:
             return  # single-task run: nothing to compare
@@ -430,40 +321,11 @@ class ComplementaryMixin(WeightedReplayMixin):
             self.logger.record(f"complementary/task_{task}_sample_share", sample_share)
             self.logger.record(f"complementary/task_{task}_data_share", data_share)
 
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        if not _contains_extractor_callback(callback):
-            if callback is None:
-                callback = ExtractorTrainingCallback()
-            elif isinstance(callback, list):
-                callback = [*callback, ExtractorTrainingCallback()]
-            elif isinstance(callback, BaseCallback):
-                callback = CallbackList([callback, ExtractorTrainingCallback()])
-            else:  # a plain function callback, wrapped as SB3 would wrap it
-                callback = CallbackList([ConvertCallback(callback), ExtractorTrainingCallback()])
-        return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
-
+    # ------------------------------------------------------------------ save / load
     def _excluded_save_params(self) -> list[str]:
-        # The extractor travels as state dicts; the label store inside the signal (saved, not twice).
-        transient = ["extractor", "label_store", "_selection_rates"]
-        return [*super()._excluded_save_params(), *transient]
+        # The extractor travels as state dicts; its settings are rebuilt from extractor_kwargs.
+        return [*super()._excluded_save_params(), "extractor", "extractor_settings", "_selection_rates"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts, variables = super()._get_torch_save_params()
         return [*state_dicts, "extractor", "extractor.optimizer"], variables
-
-
-def _contains_extractor_callback(callback: Any) -> bool:
-    if isinstance(callback, ExtractorTrainingCallback):
-        return True
-    if isinstance(callback, CallbackList):
-        return any(_contains_extractor_callback(c) for c in callback.callbacks)
-    if isinstance(callback, list):
-        return any(_contains_extractor_callback(c) for c in callback)
-    return False

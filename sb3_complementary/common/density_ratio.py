@@ -24,13 +24,15 @@ import torch as th
 from torch.nn import functional as F
 
 from sb3_complementary.common.buffers import ComplementaryReplayBuffer
-from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.common.extractor import MIN_FAST_MEMORY, ExperienceExtractor
 from sb3_complementary.common.roc_auc import roc_auc
 
 #: Transitions at row ``r`` of env ``e`` with ``(r + e) % HOLDOUT_MODULUS == 0`` are held out of every fit.
 HOLDOUT_MODULUS = 8
-#: The smallest fast memory: twice the held-out period, so that it holds held-out and trainable transitions.
-MIN_FAST_MEMORY = 2 * HOLDOUT_MODULUS
+# The smallest fast memory (extractor.MIN_FAST_MEMORY) is twice the held-out period: it holds held-out and
+# trainable transitions.
+assert MIN_FAST_MEMORY == 2 * HOLDOUT_MODULUS
+__all__ = ["MIN_FAST_MEMORY", "fit_classifier", "fit_ready", "held_out", "held_out_auc", "ratio_weights"]
 #: Held-out transitions drawn from the slow memory to measure the ROC AUC.
 AUC_SAMPLE = 2048
 

@@ -86,11 +86,6 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
             raise ValueError(
                 f"{type(self).__name__} replays 1-step transitions (as SB3's HER): got n_steps={knobs['n_steps']}"
             )
-        if knobs.get("eviction", "fifo") != "fifo":
-            raise ValueError(
-                f"{type(self).__name__} supports eviction='fifo' only: HER drops whole episodes, "
-                f"got eviction={knobs['eviction']!r}"
-            )
         if not isinstance(observation_space, spaces.Dict) or optimize_memory_usage:
             # SB3's own error for a non-goal space or a memory-optimised layout.
             DictReplayBuffer(buffer_size, observation_space, action_space, optimize_memory_usage=optimize_memory_usage)

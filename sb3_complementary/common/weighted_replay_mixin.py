@@ -1,16 +1,11 @@
-"""Glue shared by every algorithm whose replay samples by score and corrects with IS weights."""
+"""The train-step glue shared by every algorithm whose replay draws by score: the draw, the feedback, the buffer."""
 
-import io
-import pathlib
-import pickle
 import warnings
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.her import HerReplayBuffer
 
@@ -21,9 +16,9 @@ from sb3_complementary.common.buffers import (
     Samples,
     WeightedSamples,
 )
-from sb3_complementary.common.contribution import last_layer_influence
 from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer
-from sb3_complementary.common.persistence import atomic_write, check_save_file
+from sb3_complementary.common.migration import migrate_saved
+from sb3_complementary.common.persistence import ReplayPersistenceMixin
 from sb3_complementary.common.side_effects import side_effect_free
 from sb3_complementary.common.signature import combined_signature
 from sb3_complementary.common.validation import check_range
@@ -35,36 +30,24 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-#: Knobs forwarded from the algorithm's constructor to the buffer.
-BUFFER_KNOBS = (
-    "alpha",
-    "beta",
-    "epsilon",
-    "uniform_fraction",
-    "score_floor",
-    "initial_score",
-    "include_observation",
-    "eviction",
-)
+__all__ = ["Samples", "WeightedReplayMixin"]
 
-#: A probe batch and its TD targets, fixed for one ``train()`` call.
-Probe = tuple[Samples, th.Tensor]
-
+#: Knobs the model hands to its buffer; ``replay_buffer_kwargs`` must not set them a second time.
+BUFFER_KNOBS = ("alpha", "beta", "epsilon", "uniform_fraction", "score_floor", "initial_score")
 
 _SelfWeighted = TypeVar("_SelfWeighted", bound="WeightedReplayMixin")
 
 
-class WeightedReplayMixin(_Base):
+class WeightedReplayMixin(ReplayPersistenceMixin, _Base):
     """
     Mixin for an SB3 off-policy algorithm that replays through a :class:`ComplementaryReplayBuffer`.
 
-    It picks the buffer (Dict or flat, n-step included), forwards the replay knobs to it,
-    anneals ``beta`` to 1 over training, logs the IS weights, and makes saving atomic.
-    Subclasses decide what the scores are by implementing :meth:`_replay_feedback`.
-
-    The influence signal is measured here too (:meth:`_probe`, :meth:`_influence`); an algorithm
-    only states its TD target (:meth:`_td_target`) and the output gradient and penultimate
-    features of its critic's last linear layer on the probe batch (:meth:`_probe_gradients`).
+    It builds the buffer (flat, Dict, n-step or HER) from the model's replay knobs, and gives the
+    train steps of ``weighted_*.py`` their shared lines: :meth:`_begin_weighted_train` (the IS
+    exponent of this ``train()`` call), :meth:`_draw_batch` (a batch with IS weights) and
+    :meth:`_replay_feedback` (the step's ``|TD|`` back to the replay). A train step states its
+    TD target (:meth:`_td_target`) and current estimate (:meth:`_current_values`); the concrete
+    mixin decides what the feedback does (:meth:`_feed_back`).
     """
 
     replay_buffer: ComplementaryReplayBuffer
@@ -77,56 +60,47 @@ class WeightedReplayMixin(_Base):
 
     #: What ``replay_buffer_class=HerReplayBuffer`` (SB3's) stands for with this algorithm.
     her_buffer_class: type[ComplementaryHerReplayBuffer] = ComplementaryHerReplayBuffer
-    #: Whether ``train()`` must compute each sample's last-layer influence (the influence signal).
-    needs_influence: bool = False
-    probe_size: int
-    #: The current ``train()`` call's probe batch (:meth:`_probe`), measured when first needed.
-    _train_probe: Probe | None = None
+    #: Score of a new transition: ``"max"`` (PER) or ``"neutral"`` (the scorer's "don't know").
+    initial_score = "max"
+    #: Whether the algorithm is a Complementary one (for the migration of old saves).
+    _complementary = False
 
-    def _init_replay_knobs(
-        self,
-        alpha: float,
-        beta: float,
-        epsilon: float,
-        uniform_fraction: float,
-        score_floor: float,
-        initial_score: str,
-        include_observation: bool,
-        eviction: str,
-    ) -> None:
+    def _init_replay_knobs(self, alpha: float, epsilon: float, uniform_fraction: float, score_floor: float) -> None:
+        """Validate and store the knobs the buffer is built from (once: the buffer reads the model's)."""
         check_range("alpha", alpha, low=0.0)
-        check_range("beta", beta, low=0.0, high=1.0)
         check_range("epsilon", epsilon, low=0.0)
         check_range("uniform_fraction", uniform_fraction, low=0.0, high=1.0)
         check_range("score_floor", score_floor, low=0.0)
-        given = dict(
-            alpha=alpha,
-            beta=beta,
-            epsilon=epsilon,
-            uniform_fraction=uniform_fraction,
-            score_floor=score_floor,
-            initial_score=initial_score,
-            include_observation=include_observation,
-            eviction=eviction,
-        )
-        for knob, value in given.items():  # one source of truth: the constructor's knob
-            in_buffer_kwargs = (self.replay_buffer_kwargs or {}).get(knob, value)
-            if in_buffer_kwargs != value:
-                raise ValueError(
-                    f"{knob} is set twice: {type(self).__name__}({knob}={value!r}) and "
-                    f"replay_buffer_kwargs[{knob!r}]={in_buffer_kwargs!r}; set it once, as the constructor's {knob}"
-                )
+        doubled = sorted(set(BUFFER_KNOBS) & set(self.replay_buffer_kwargs or {}))
+        if doubled:
+            raise ValueError(
+                f"replay_buffer_kwargs sets {doubled}: these are knobs of {type(self).__name__} itself "
+                f"(pass them to its constructor, once)"
+            )
         self.alpha = alpha
-        self.beta = beta
         self.epsilon = epsilon
         self.uniform_fraction = uniform_fraction
         self.score_floor = score_floor
-        self.initial_score = initial_score
-        self.include_observation = include_observation
-        self.eviction = eviction
         self._is_weight_stats: list[np.ndarray] = []
 
+    def _buffer_knobs(self) -> dict[str, Any]:
+        """The replay knobs as the buffer takes them (the model's values win over any saved in the buffer)."""
+        return {
+            "alpha": self.alpha,
+            "beta": self._is_exponent(),
+            "epsilon": self.epsilon,
+            "uniform_fraction": self.uniform_fraction,
+            "score_floor": self.score_floor,
+            "initial_score": self.initial_score,
+        }
+
+    def _migrate_saved(self) -> None:
+        """SB3's ``load()`` has set the saved attributes: bring those of an older version up to now (idempotent)."""
+        for change in migrate_saved(self.__dict__, complementary=self._complementary):
+            warnings.warn(f"Loading a model saved by an older version: {change}", stacklevel=4)
+
     def _setup_model(self) -> None:
+        self._migrate_saved()
         if self.replay_buffer_class is HerReplayBuffer:  # SB3's HER, weighted as this algorithm weighs
             self.replay_buffer_class = self.her_buffer_class
         if self.replay_buffer_class is None:
@@ -141,26 +115,37 @@ class WeightedReplayMixin(_Base):
                 f"{type(self).__name__} replays through a ComplementaryReplayBuffer (or a subclass), "
                 f"got replay_buffer_class={self.replay_buffer_class.__name__}"
             )
-        # The knobs live on the model, once: the buffer is built from them. Values inside
-        # replay_buffer_kwargs (a model saved before this rule) yield to the model's, which is
-        # where SB3's load(..., alpha=0.1) writes an override. SB3 keeps a reference to the
-        # user's dict, so it is copied, never filled in.
-        user_kwargs = {k: v for k, v in self.replay_buffer_kwargs.items() if k not in BUFFER_KNOBS}
-        self.replay_buffer_kwargs = {**user_kwargs, **{knob: getattr(self, knob) for knob in BUFFER_KNOBS}}
-        if self.n_steps > 1:
-            self.replay_buffer_kwargs.setdefault("n_steps", self.n_steps)
-            self.replay_buffer_kwargs.setdefault("gamma", self.gamma)
-        # SB3 would warn that n_steps is ignored with a custom buffer class; ours receives it
-        # above, so SB3's set-up runs with n_steps=1 (n_steps is read nowhere else).
-        n_steps, self.n_steps = self.n_steps, 1
-        try:
+        if self.replay_buffer is None:
+            self.replay_buffer = self._make_buffer()  # SB3's _setup_model keeps a buffer that exists
+        with warnings.catch_warnings():
+            # SB3 warns that n_steps is ignored with a custom buffer class: ours was built with it above.
+            warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored")
             super()._setup_model()
-        finally:
-            self.n_steps = n_steps
-        self.replay_buffer_kwargs = user_kwargs
         # A loaded model keeps its generator (saved with the data): a resumed run draws on.
         self.replay_rng = self.__dict__.get("replay_rng") or np.random.default_rng(self.seed)
-        self.replay_buffer.seed_eviction(self.seed)
+
+    def _make_buffer(self) -> ComplementaryReplayBuffer:
+        """The buffer SB3's ``_setup_model`` would build, with the replay knobs (and n-step returns) added."""
+        assert self.replay_buffer_class is not None
+        # Knobs saved inside replay_buffer_kwargs by an older version yield to the model's (read, never written).
+        kwargs = {k: v for k, v in self.replay_buffer_kwargs.items() if k not in BUFFER_KNOBS}
+        if self.n_steps > 1:
+            kwargs = {"n_steps": self.n_steps, "gamma": self.gamma, **kwargs}
+        if issubclass(self.replay_buffer_class, HerReplayBuffer):
+            assert self.env is not None, "You must pass an environment when using `HerReplayBuffer`"
+            kwargs["env"] = self.env
+        buffer = self.replay_buffer_class(
+            self.buffer_size,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            n_envs=self.n_envs,
+            optimize_memory_usage=self.optimize_memory_usage,
+            **kwargs,
+            **self._buffer_knobs(),
+        )
+        assert isinstance(buffer, ComplementaryReplayBuffer)
+        return buffer
 
     def learn(
         self: _SelfWeighted,
@@ -184,18 +169,46 @@ class WeightedReplayMixin(_Base):
             progress_bar=progress_bar,
         )
 
+    # ------------------------------------------------------------------ the train step's shared lines
     def _begin_weighted_train(self) -> None:
-        """Start a ``train()`` call: forget the last call's probe; anneal ``beta`` linearly to 1 over the budget."""
-        self._train_probe = None
-        progress = 1.0 - self._current_progress_remaining
-        self.replay_buffer.beta = self.beta + (1.0 - self.beta) * progress
+        """Start a ``train()`` call: set the buffer's IS exponent (:meth:`_is_exponent`)."""
+        self.replay_buffer.beta = self._is_exponent()
+
+    def _is_exponent(self) -> float:
+        """The IS exponent of the draws now (the buffer's ``beta``)."""
+        raise NotImplementedError
+
+    def set_alpha(self, alpha: float) -> None:
+        """
+        Set the selection strength: the priority exponent ``alpha`` of the draws, >= 0 (0: uniform).
+
+        The buffer reads ``alpha`` at every draw, so the change takes effect at the next gradient
+        step; the sum tree's priorities are rebuilt from the stored scores. It is the one way to
+        change ``alpha`` during training (a schedule or a controller between windows of ``learn()``).
+        """
+        check_range("alpha", alpha, low=0.0)
+        self.alpha = float(alpha)
+        if self.replay_buffer is not None and self.replay_buffer.alpha != self.alpha:
+            self.replay_buffer.alpha = self.alpha
+            self.replay_buffer.rebuild_priorities()
 
     def _draw_batch(self, batch_size: int) -> WeightedSamples:
         """One gradient step's batch with its IS weights: from the sum tree, by the stored scores."""
         return self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
 
-    def _replay_feedback(self, batch: WeightedSamples, td_abs: np.ndarray, influence: th.Tensor | None) -> None:
-        """Feed one gradient step's measurements back to the replay (scores, labels, counters)."""
+    def _replay_feedback(self, batch: WeightedSamples, current: th.Tensor, target: th.Tensor) -> None:
+        """
+        Feed one gradient step back to the replay: its IS weights to the log, its ``|TD|`` to :meth:`_feed_back`.
+
+        :param batch: The step's batch, from :meth:`_draw_batch`.
+        :param current: The estimate the TD error is taken of (:meth:`_current_values`'s shape), as trained.
+        :param target: The step's TD target (:meth:`_td_target`'s shape).
+        """
+        self._is_weight_stats.append(batch.raw_weights)
+        self._feed_back(batch, self._td_abs(current.detach(), target).cpu().numpy().reshape(-1))
+
+    def _feed_back(self, batch: WeightedSamples, td_abs: np.ndarray) -> None:
+        """What the replay does with a step's ``(B,)`` ``|TD|`` (PER writes it as the scores)."""
         raise NotImplementedError
 
     def _current_td_abs(self, data: Samples) -> np.ndarray:
@@ -210,6 +223,10 @@ class WeightedReplayMixin(_Base):
             target = self._td_target(data)
             return self._td_abs(self._current_values(data), target).cpu().numpy().reshape(-1)
 
+    def _td_target(self, data: Samples) -> th.Tensor:
+        """The algorithm's TD target for a batch."""
+        raise NotImplementedError
+
     def _current_values(self, data: Samples) -> th.Tensor:
         """
         The estimate the TD error is taken of, for a batch: ``(B, 1)`` the first critic's (or the
@@ -222,69 +239,9 @@ class WeightedReplayMixin(_Base):
         """``|TD|`` of a batch from :meth:`_current_values` and :meth:`_td_target` (quantile critics override)."""
         return (current - target).abs()
 
-    def _reducible_loss(self, data: Samples) -> np.ndarray:
-        """
-        ``(n,)`` each sample's loss under the online network minus its loss under the target
-        network, on the same TD target, clipped at 0 (ReLo's priority), without side effects.
-        """
-        raise NotImplementedError
-
     def sampling_ess_fraction(self) -> float:
         """ESS fraction of the replay's sampling distribution (1 = uniform); see ``ess_fraction`` of the buffer."""
         return self.replay_buffer.ess_fraction()
-
-    def _label_due(self) -> bool:
-        """Whether this gradient step produces contribution labels (and so needs the influence)."""
-        return False
-
-    # ------------------------------------------------------------------ influence signal
-    def _td_target(self, data: Samples) -> th.Tensor:
-        """The algorithm's TD target for a batch (for the probe batch, measured by :meth:`_probe`)."""
-        raise NotImplementedError
-
-    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        """
-        ``(M, K)`` gradients of each probe sample's own critic loss w.r.t. the outputs of the first
-        critic's last linear layer, and ``(M, H)`` that layer's inputs.
-        """
-        raise NotImplementedError
-
-    def _measures_influence(self) -> bool:
-        """Whether this gradient step needs each sample's influence: the signal uses it and the step labels."""
-        return self.needs_influence and self._label_due()
-
-    def _probe(self) -> Probe:
-        """
-        The probe batch (the ``probe_size`` freshest transitions, normalised like training batches)
-        and its TD targets.
-
-        A ``train()`` call measures it once, on the first step that needs the influence, and keeps it. The
-        targets are measured without side effects: no gradient, the policy in eval mode,
-        torch's RNG preserved (a SAC probe samples next actions, and must not shift the stream
-        that training draws from).
-        """
-        if self._train_probe is None:
-            buffer = self.replay_buffer
-            probe = buffer.get_samples_at(buffer.recent_indices(self.probe_size), env=self._vec_normalize_env)
-            with side_effect_free(self.policy, self.device):
-                self._train_probe = probe, self._td_target(probe)
-        return self._train_probe
-
-    def _influence(self, out_grad: th.Tensor, penultimate: th.Tensor) -> th.Tensor:
-        """
-        Each sample's first-order effect on the probe loss, at the parameters the step starts from.
-
-        :param out_grad: ``(B, K)`` gradient of each trained sample's own (unweighted) critic loss
-            w.r.t. the outputs of the first critic's last linear layer.
-        :param penultimate: ``(B, H)`` inputs of that layer for the trained batch.
-        :return: ``(B,)`` :func:`last_layer_influence` on this ``train()`` call's :meth:`_probe`.
-        """
-        probe = self._probe()
-        with side_effect_free(self.policy, self.device):
-            return last_layer_influence(out_grad, penultimate, *self._probe_gradients(*probe))
-
-    def _record_weights(self, batch: WeightedSamples) -> None:
-        self._is_weight_stats.append(batch.raw_weights)
 
     def _log_weights(self) -> None:
         if self._is_weight_stats:
@@ -293,113 +250,3 @@ class WeightedReplayMixin(_Base):
             self.logger.record("complementary/is_weight_max", float(weights.max()))
             self.logger.record("complementary/beta", self.replay_buffer.beta)
             self._is_weight_stats = []
-
-    def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_train_probe"]
-
-    @classmethod
-    def load(cls, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> Any:
-        """
-        SB3's ``load``, after checking that ``path`` is a whole SB3 save file: a truncated or
-        corrupted file raises a ``ValueError`` naming the file and what is wrong, instead of an
-        error from deep inside ``zipfile`` or torch.
-        """
-        if not isinstance(path, io.IOBase):
-            check_save_file(path)
-        return super().load(path, *args, **kwargs)
-
-    def save(self, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> None:
-        """SB3 ``save``, written to a temporary file then renamed, so a crash never leaves a half-written zip."""
-        if isinstance(path, io.BufferedIOBase):
-            super().save(path, *args, **kwargs)
-            return
-        target = pathlib.Path(path)
-        if target.suffix == "":
-            target = pathlib.Path(f"{target}.zip")  # as SB3 does: only a missing suffix is added
-        parent_save = super().save
-        atomic_write(target, lambda file: parent_save(file, *args, **kwargs))
-
-    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
-        """Pickle the buffer (data, features, scores and tree) atomically."""
-        if isinstance(path, io.BufferedIOBase):
-            save_to_pkl(path, self.replay_buffer, self.verbose)
-            return
-        target = pathlib.Path(path)
-        if target.suffix == "":
-            target = pathlib.Path(f"{target}.pkl")
-        atomic_write(target, lambda file: save_to_pkl(file, self.replay_buffer, self.verbose))
-
-    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
-        """
-        Load a pickled buffer. A plain SB3 buffer (saved without scores or features) is migrated
-        into a :class:`ComplementaryReplayBuffer` with fresh features and initial scores, and the
-        migration is logged as a warning.
-        """
-        try:
-            loaded = load_from_pkl(path, self.verbose)
-        except (pickle.UnpicklingError, EOFError, ValueError) as exc:
-            raise ValueError(
-                f"Cannot load a replay buffer from {path}: the file is truncated or corrupted "
-                f"({type(exc).__name__}: {exc})"
-            ) from exc
-        if not isinstance(loaded, ReplayBuffer):
-            raise ValueError(f"{path} does not hold an SB3 ReplayBuffer (got {type(loaded).__name__})")
-        if isinstance(loaded, HerReplayBuffer) != issubclass(self.replay_buffer_class or ReplayBuffer, HerReplayBuffer):
-            raise ValueError(
-                f"{path} holds a {type(loaded).__name__}, and {type(self).__name__} replays through "
-                f"{getattr(self.replay_buffer_class, '__name__', None)}: a HER buffer and a plain one cannot stand in "
-                "for each other (HER keeps episode boundaries that a plain buffer does not have)"
-            )
-        if isinstance(loaded, HerReplayBuffer):
-            if not isinstance(loaded, ComplementaryHerReplayBuffer):
-                raise ValueError(
-                    f"{path} holds SB3's HerReplayBuffer, without scores or features; {type(self).__name__} "
-                    "cannot migrate it (its episode bookkeeping would need rebuilding): collect a new buffer"
-                )
-            if self.env is None:
-                raise ValueError(
-                    f"Cannot load the HER replay buffer {path} into a model without an env: HER computes the "
-                    "rewards of relabelled goals with it. Call model.set_env(env) first, or pass env to load()."
-                )
-            loaded.set_env(self.env)
-        if not isinstance(loaded, ComplementaryReplayBuffer) or not hasattr(loaded, "features"):
-            warnings.warn(
-                f"Replay buffer {path} has no complementary scores/features ({type(loaded).__name__}); "
-                "migrating it: features are rebuilt from rewards/dones and every transition gets the initial score.",
-                stacklevel=2,
-            )
-            loaded = self._migrate_buffer(loaded)
-        loaded.device = self.device
-        self._adopt_buffer(loaded)
-        self.replay_buffer = loaded
-        if isinstance(loaded, HerReplayBuffer) and truncate_last_traj:
-            loaded.truncate_last_trajectory()  # as SB3: the episode running at save time ends here
-
-    def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
-        """
-        Bring a loaded buffer up to this model: the model's replay knobs win over the ones pickled
-        with the buffer (``load(..., alpha=0.1)`` then ``load_replay_buffer`` replays at 0.1), and
-        the tree's priorities are rebuilt from the stored scores when the priority map changed.
-        """
-        # beta is the buffer's live, annealed value: train() sets it from the model's schedule.
-        changed = [k for k in BUFFER_KNOBS if k != "beta" and getattr(buffer, k) != getattr(self, k)]
-        for knob in changed:
-            setattr(buffer, knob, getattr(self, knob))
-        if {"alpha", "epsilon", "score_floor"} & set(changed):
-            buffer.rebuild_priorities()
-
-    def _migrate_buffer(self, old: ReplayBuffer) -> ComplementaryReplayBuffer:
-        assert self.replay_buffer_class is not None
-        kwargs = {
-            **self.replay_buffer_kwargs,
-            "device": self.device,
-            "n_envs": old.n_envs,
-            "optimize_memory_usage": old.optimize_memory_usage,
-            "handle_timeout_termination": getattr(old, "handle_timeout_termination", True),
-        }
-        new = self.replay_buffer_class(
-            old.buffer_size * old.n_envs, self.observation_space, self.action_space, **kwargs
-        )
-        assert isinstance(new, ComplementaryReplayBuffer)
-        new.load_rows(old)
-        return new
