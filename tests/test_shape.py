@@ -74,7 +74,9 @@ def import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                    base = ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                    )
                 targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
             for target in targets:
                 if target in modules and target != name and not name.startswith(f"{target}."):

@@ -103,7 +103,15 @@ class ReplayPersistenceMixin(_Base):
         """
         if not isinstance(path, io.IOBase):
             check_save_file(path)
-        return super().load(path, *args, **kwargs)
+        try:
+            return super().load(path, *args, **kwargs)
+        except ModuleNotFoundError as exc:  # pickled objects of a module removed after 8cac570
+            if not (exc.name or "").startswith("sb3_complementary."):
+                raise
+            raise ValueError(
+                f"{path} holds objects of {exc.name}, a module of a mechanism removed after commit 8cac570 "
+                "(the label signals): load it with that commit"
+            ) from exc
 
     def save(self, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> None:
         """SB3 ``save``, written to a temporary file then renamed, so a crash never leaves a half-written zip."""
