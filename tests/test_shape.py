@@ -120,3 +120,49 @@ def test_the_cycle_check_can_fail() -> None:
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_files_are_at_most_400_lines(path: Path) -> None:
     assert len(path.read_text().splitlines()) <= MAX_LINES
+
+
+#: The most package files the default path may execute (docs/design.md, "Shape").
+MAX_PATH_FILES = 5
+
+
+def default_path_files() -> set[str]:
+    """
+    The package files that run during the default path: ComplementaryDQN at its defaults, one
+    ``replay_buffer.add()``, one ``train()`` step, one ``fit_extractor()`` and one
+    ``refresh_scores()``, traced with ``sys.setprofile`` (construction and a short ``learn`` that
+    fills the buffer run before the trace).
+    """
+    import sys
+
+    import gymnasium as gym
+    import numpy as np
+
+    model = sb3c.ComplementaryDQN(
+        "MlpPolicy", gym.make("CartPole-v1"), buffer_size=2000, learning_starts=0, batch_size=32, seed=0, device="cpu"
+    )
+    model.learn(900)  # enough to fit the extractor (twice its fast memory of 400)
+    obs = model.env.reset()
+    files: set[str] = set()
+    root = str(PACKAGE) + "/"
+
+    def profile(frame, event, arg):  # noqa: ARG001
+        if frame.f_code.co_filename.startswith(root):
+            files.add(frame.f_code.co_filename[len(root) :])
+
+    sys.setprofile(profile)
+    try:
+        model.replay_buffer.add(obs, obs, np.array([[0]]), np.array([1.0]), np.array([False]), [{}])
+        model.train(gradient_steps=1, batch_size=32)
+        model.fit_extractor()
+        model.refresh_scores()
+    finally:
+        sys.setprofile(None)
+    assert not np.isnan(model.extractor_auc), "the extractor was not fitted: the trace missed the fit"
+    return files
+
+
+def test_the_default_path_reads_in_at_most_five_files() -> None:
+    files = default_path_files()
+    assert len(files) <= MAX_PATH_FILES, sorted(files)
+    assert "common/sum_tree.py" in files and "dqn/weighted_dqn.py" in files, sorted(files)  # the trace sees them

@@ -110,6 +110,7 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
         self._n_sampleable = 0
         #: Flat indices whose drawability changed since the tree last followed (at the next flush).
         self._changed: list[np.ndarray] = []
+        self.ratio_excluded_keys = ("desired_goal",)  # relabelling changes it: see the class docstring
 
     # ------------------------------------------------------------------ which transitions are drawable
     def add(  # type: ignore[override]
@@ -244,10 +245,6 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
                 "model.load_replay_buffer() on a model that has the env (pass env to load(), or call "
                 "model.set_env(env))."
             )
-
-    def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
-        """The flat buffer's, without ``desired_goal`` (relabelling changes it; see the class docstring)."""
-        return super()._flat_observations({k: v for k, v in storage.items() if k != "desired_goal"}, rows, envs)
 
 
 class PrioritizedHerReplayBuffer(ComplementaryHerReplayBuffer):

@@ -125,7 +125,7 @@ class ReplayPersistenceMixin(_Base):
         atomic_write(target, lambda file: parent_save(file, *args, **kwargs))
 
     def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
-        """Pickle the buffer (data, features, scores and tree) atomically."""
+        """Pickle the buffer (data, scores and tree) atomically."""
         if isinstance(path, io.BufferedIOBase):
             save_to_pkl(path, self.replay_buffer, self.verbose)
             return
@@ -136,12 +136,19 @@ class ReplayPersistenceMixin(_Base):
 
     def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
         """
-        Load a pickled buffer. A plain SB3 buffer (saved without scores or features) is migrated
-        into a :class:`ComplementaryReplayBuffer` with fresh features and initial scores, and the
+        Load a pickled buffer. A plain SB3 buffer (saved without scores) is migrated
+        into a :class:`ComplementaryReplayBuffer` with initial scores, and the
         migration is logged as a warning.
         """
         try:
             loaded = load_from_pkl(path, self.verbose)
+        except ModuleNotFoundError as exc:  # a weighted buffer pickled with its feature table (8cac570 or before)
+            if not (exc.name or "").startswith("sb3_complementary."):
+                raise
+            raise ValueError(
+                f"{path} holds a replay buffer pickled with {exc.name}, a module removed after commit 8cac570: "
+                "load it with that commit, or collect a new buffer"
+            ) from exc
         except (pickle.UnpicklingError, EOFError, ValueError) as exc:
             raise ValueError(
                 f"Cannot load a replay buffer from {path}: the file is truncated or corrupted "
@@ -167,10 +174,11 @@ class ReplayPersistenceMixin(_Base):
                     "rewards of relabelled goals with it. Call model.set_env(env) first, or pass env to load()."
                 )
             loaded.set_env(self.env)
-        if not isinstance(loaded, ComplementaryReplayBuffer) or not hasattr(loaded, "features"):
+        if not isinstance(loaded, ComplementaryReplayBuffer) or not hasattr(loaded, "terminals"):
             warnings.warn(
-                f"Replay buffer {path} has no complementary scores/features ({type(loaded).__name__}); "
-                "migrating it: features are rebuilt from rewards/dones and every transition gets the initial score.",
+                f"Replay buffer {path} has no complementary scores ({type(loaded).__name__}); "
+                "migrating it: terminal flags are rebuilt from dones/timeouts and every transition gets the "
+                "initial score.",
                 stacklevel=2,
             )
             loaded = self._migrate_buffer(loaded)

@@ -7,8 +7,8 @@ import numpy as np
 from sb3_complementary.common.buffers import WeightedSamples
 from sb3_complementary.common.her_replay_buffer import PrioritizedHerReplayBuffer
 from sb3_complementary.common.migration import check_old_knobs
+from sb3_complementary.common.replay_algorithm import WeightedReplayMixin
 from sb3_complementary.common.validation import check_range
-from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
 
 
 class PrioritizedMixin(WeightedReplayMixin):
@@ -54,5 +54,4 @@ class PrioritizedMixin(WeightedReplayMixin):
         return self.beta + (1.0 - self.beta) * progress
 
     def _feed_back(self, batch: WeightedSamples, td_abs: np.ndarray) -> None:
-        self.replay_buffer.record_use(batch.indices, td_abs)
         self.replay_buffer.update_scores(batch.indices, td_abs)

@@ -7,8 +7,7 @@ from sb3_contrib import CrossQ
 from sb3_complementary.common.buffers import take_rows
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.side_effects import side_effect_free
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin, side_effect_free
 
 
 class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):

@@ -5,7 +5,7 @@ import torch as th
 from stable_baselines3 import DQN
 from torch.nn import functional as F
 
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
 class WeightedDQN(WeightedReplayMixin, DQN):

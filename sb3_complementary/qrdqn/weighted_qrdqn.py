@@ -5,7 +5,7 @@ import torch as th
 from sb3_contrib import QRDQN
 
 from sb3_complementary.common.losses import quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
 class WeightedQRDQN(WeightedReplayMixin, QRDQN):

@@ -6,7 +6,7 @@ from stable_baselines3 import TD3
 from stable_baselines3.common.utils import polyak_update
 
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
 class WeightedTD3(WeightedReplayMixin, TD3):

@@ -1,35 +1,167 @@
-"""The Complementary algorithms' replay: the experience extractor's state and schedule, the pool draw, the feedback."""
+"""
+The training-time side of a weighted replay: what every ``weighted_*.py`` train step calls.
 
-import warnings
+A train step reads ``batch = self._draw_batch(batch_size)``, computes the parent's loss per sample
+times ``batch.weights``, steps the optimizer, and calls ``self._replay_feedback(batch, current,
+target)``. :class:`WeightedReplayMixin` holds those shared lines (the tree draw, the feedback, the
+``|TD|`` measured without side effects); :class:`ComplementaryMixin` adds the pool draw by the
+extractor's density ratio times fresh ``|TD|``, and the extractor's schedule, fit and re-score.
+The construction of both is in :mod:`~sb3_complementary.common.replay_setup`.
+"""
+
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import MaybeCallback, RolloutReturn, TrainFreq
+from stable_baselines3.common.type_aliases import RolloutReturn, TrainFreq
 from stable_baselines3.common.vec_env import VecEnv
+from torch import nn
 
-from sb3_complementary.common import density_ratio
-from sb3_complementary.common.buffers import NEUTRAL_SCORE, ComplementaryReplayBuffer, WeightedSamples
-from sb3_complementary.common.extractor import MIN_FAST_MEMORY, ExperienceExtractor, extractor_settings
-from sb3_complementary.common.migration import check_contribution, check_old_knobs
-from sb3_complementary.common.side_effects import preserved_rng
-from sb3_complementary.common.validation import check_choice, check_range
-from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
+from sb3_complementary.common.buffers import Samples, WeightedSamples
+from sb3_complementary.common.extractor import (
+    ExperienceExtractor,
+    fit_classifier,
+    fit_ready,
+    held_out_auc,
+    ratio_weights,
+)
+from sb3_complementary.common.replay_setup import (
+    IS_EXPONENTS,
+    ComplementarySetupMixin,
+    ReplaySetupMixin,
+)
 
-#: What scores the replay: the fast/slow density ratio (the extractor) times fresh ``|TD|``, or
-#: fresh ``|TD|`` alone (``fresh_td``; ``laber`` with LaBER's unbiasing IS weights).
-CONTRIBUTIONS = ("density_ratio", "fresh_td", "laber")
-#: The fixed IS exponent of each kind's draws (``density_ratio``'s is ``extractor_kwargs["is_exponent"]``).
-IS_EXPONENTS = {"fresh_td": 0.0, "laber": 1.0}
+__all__ = ["ComplementaryMixin", "Samples", "WeightedReplayMixin", "preserved_rng", "side_effect_free"]
+
 #: Percentiles of ``N * P(i)`` recorded as the weight range.
 WEIGHT_PERCENTILES = (5, 95)
 #: Transitions per forward pass when the whole buffer is re-scored.
 RESCORE_CHUNK = 65536
 
 
-class ComplementaryMixin(WeightedReplayMixin):
+@contextmanager
+def preserved_rng(device: th.device | str) -> Iterator[None]:
+    """
+    Run the block on a fork of torch's global RNG (CPU, plus ``device`` if it is an accelerator).
+
+    Random draws inside it (a SAC actor sampling next actions for the probe batch, a network
+    being initialised) do not shift the stream that training draws from afterwards, so a
+    weighted algorithm with uniform replay stays bit for bit equal to its parent.
+
+    :param device: The model's device.
+    """
+    device = th.device(device)
+    if device.type == "cpu":
+        with th.random.fork_rng(devices=[]):
+            yield
+    else:
+        with th.random.fork_rng(devices=[device.index or 0], device_type=device.type):
+            yield
+
+
+@contextmanager
+def side_effect_free(module: nn.Module, device: th.device | str) -> Iterator[None]:
+    """
+    Evaluate ``module`` without side effects on training.
+
+    No autograd graph, every submodule in eval mode (dropout off; batch-norm layers read their
+    running statistics and do not update them), and torch's RNG preserved. Every submodule's
+    train/eval flag is restored afterwards, whatever it was.
+
+    :param module: The policy (actor, critics and their targets).
+    :param device: The model's device.
+    """
+    modes = [(m, m.training) for m in module.modules()]
+    with preserved_rng(device), th.no_grad():
+        # What ``module.train(False)`` does, without nn.Module.__setattr__'s checks (10x faster, every step).
+        for submodule, _ in modes:
+            object.__setattr__(submodule, "training", False)
+        try:
+            yield
+        finally:
+            for submodule, training in modes:
+                object.__setattr__(submodule, "training", training)
+
+
+class WeightedReplayMixin(ReplaySetupMixin):
+    """
+    The train-step lines shared by every weighted algorithm: :meth:`_begin_weighted_train` (the IS
+    exponent of this ``train()`` call), :meth:`_draw_batch` (a batch with IS weights) and
+    :meth:`_replay_feedback` (the step's ``|TD|`` back to the replay). A train step states its
+    TD target (:meth:`_td_target`) and current estimate (:meth:`_current_values`); the concrete
+    mixin decides what the feedback does (:meth:`_feed_back`).
+    """
+
+    def _begin_weighted_train(self) -> None:
+        """Start a ``train()`` call: set the buffer's IS exponent (:meth:`_is_exponent`)."""
+        self.replay_buffer.beta = self._is_exponent()
+
+    def _draw_batch(self, batch_size: int) -> WeightedSamples:
+        """One gradient step's batch with its IS weights: from the sum tree, by the stored scores."""
+        return self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
+
+    def _replay_feedback(self, batch: WeightedSamples, current: th.Tensor, target: th.Tensor) -> None:
+        """
+        Feed one gradient step back to the replay: its IS weights to the log, its ``|TD|`` to :meth:`_feed_back`.
+
+        :param batch: The step's batch, from :meth:`_draw_batch`.
+        :param current: The estimate the TD error is taken of (:meth:`_current_values`'s shape), as trained.
+        :param target: The step's TD target (:meth:`_td_target`'s shape).
+        """
+        self._is_weight_stats.append(batch.raw_weights)
+        self._feed_back(batch, self._td_abs(current.detach(), target).cpu().numpy().reshape(-1))
+
+    def _feed_back(self, batch: WeightedSamples, td_abs: np.ndarray) -> None:
+        """What the replay does with a step's ``(B,)`` ``|TD|`` (PER writes it as the scores)."""
+        raise NotImplementedError
+
+    def _current_td_abs(self, data: Samples) -> np.ndarray:
+        """
+        ``(n,)`` each sample's ``|TD|`` at the current parameters, the same quantity ``train()``
+        feeds back, measured without side effects (for draw-time selection): no graph, eval mode,
+        torch's RNG stream untouched. A target that draws (SAC's next actions, TD3's smoothing
+        noise) draws on a fork of the stream, so the measurement equals the train step's only
+        under the same RNG state.
+        """
+        with side_effect_free(self.policy, self.device):
+            target = self._td_target(data)
+            return self._td_abs(self._current_values(data), target).cpu().numpy().reshape(-1)
+
+    def _td_target(self, data: Samples) -> th.Tensor:
+        """The algorithm's TD target for a batch."""
+        raise NotImplementedError
+
+    def _current_values(self, data: Samples) -> th.Tensor:
+        """
+        The estimate the TD error is taken of, for a batch: ``(B, 1)`` the first critic's (or the
+        Q-network's) value of the stored action, or ``(B, K)`` its quantiles for a quantile critic.
+        """
+        raise NotImplementedError
+
+    @staticmethod
+    def _td_abs(current: th.Tensor, target: th.Tensor) -> th.Tensor:
+        """``|TD|`` of a batch from :meth:`_current_values` and :meth:`_td_target` (quantile critics override)."""
+        return (current - target).abs()
+
+    def sampling_ess_fraction(self) -> float:
+        """ESS fraction of the replay's sampling distribution (1 = uniform); see ``ess_fraction`` of the buffer."""
+        return self.replay_buffer.ess_fraction()
+
+    def _log_weights(self) -> None:
+        if self._is_weight_stats:
+            weights = np.concatenate(self._is_weight_stats)
+            self.logger.record("complementary/is_weight_mean", float(weights.mean()))
+            self.logger.record("complementary/is_weight_max", float(weights.max()))
+            self.logger.record("complementary/beta", self.replay_buffer.beta)
+            self._is_weight_stats = []
+
+
+class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
     """
     Replay run by a learned experience extractor that co-evolves with the policy.
 
@@ -71,81 +203,24 @@ class ComplementaryMixin(WeightedReplayMixin):
         :func:`~sb3_complementary.common.extractor.extractor_settings`.
     """
 
-    extractor: ExperienceExtractor
-    initial_score = "neutral"
-    _complementary = True
+    #: Held-out ROC AUC of the classifier at its last fit (NaN before the first).
+    extractor_auc: float
+    #: ``num_timesteps`` of the last fit and re-score: the extractor's schedule, saved with the model.
+    last_fit_step: int
+    last_refresh_step: int
+    #: Replay rates ``P * q_i`` of the last 1,000 draw-time selections (with ``candidate_pool``).
+    _selection_rates: deque[np.ndarray]
 
-    def __init__(
-        self,
-        *args: Any,
-        contribution: str = "density_ratio",
-        alpha: float = 1.0,
-        epsilon: float = 1e-3,
-        uniform_fraction: float = 0.25,
-        score_floor: float = 0.01,
-        candidate_pool: int = 4,
-        extractor_kwargs: dict[str, Any] | None = None,
-        _init_setup_model: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        check_old_knobs(type(self).__name__, kwargs, complementary=True)
-        check_contribution(contribution)
-        kwargs["_init_setup_model"] = False  # the knobs below must exist before _setup_model runs
-        super().__init__(*args, **kwargs)
-        check_choice("contribution", contribution, CONTRIBUTIONS)
-        check_range("candidate_pool", candidate_pool, low=0)
-        if int(candidate_pool) != candidate_pool:
-            raise ValueError(f"candidate_pool must be a whole number of batches (0 = off), got {candidate_pool!r}")
-        if contribution in IS_EXPONENTS and not candidate_pool:
-            raise ValueError(
-                f"contribution={contribution!r} measures |TD| on a candidate pool: set candidate_pool >= 1"
-            )
-        self.contribution = contribution
-        self.candidate_pool = int(candidate_pool)
-        self.extractor_kwargs = extractor_kwargs
-        settings = extractor_settings(extractor_kwargs, self.buffer_size)  # checked once, here
-        if contribution == "density_ratio" and settings["fast_memory"] > self.buffer_size // 2:
-            warnings.warn(
-                f"buffer_size={self.buffer_size} is below twice the smallest fast memory ({MIN_FAST_MEMORY}): "
-                "the density-ratio classifier can never be fitted, so its weights stay 1 and only fresh |TD| "
-                f"selects; use buffer_size >= {2 * MIN_FAST_MEMORY}",
-                stacklevel=2,
-            )
-        self._init_replay_knobs(alpha, epsilon, uniform_fraction, score_floor)
-        #: Held-out ROC AUC of the classifier at its last fit (NaN before the first).
-        self.extractor_auc = float("nan")
-        #: ``num_timesteps`` of the last fit and re-score: the extractor's schedule, saved with the model.
-        self.last_fit_step = 0
-        self.last_refresh_step = 0
-        #: Replay rates ``P * q_i`` of the last 1,000 draw-time selections (with ``candidate_pool``).
-        self._selection_rates: deque[np.ndarray] = deque(maxlen=1000)
-        if _init_setup_model:
-            self._setup_model()
-
-    def _setup_model(self) -> None:
-        self._migrate_saved()  # an old save's extractor settings move into extractor_kwargs
-        self.extractor_settings = extractor_settings(self.extractor_kwargs, self.buffer_size)
-        super()._setup_model()
+    def _build_extractor(self) -> ExperienceExtractor:
         # Initialising the extractor draws from torch's RNG: on a fork, so that the policy's own draws
         # (a SAC actor sampling actions) stay where the uniform parent algorithm would have them.
         with preserved_rng(self.device):
-            self.extractor = ExperienceExtractor(
+            return ExperienceExtractor(
                 self.replay_buffer.ratio_input_dim,
                 self.extractor_settings["net_arch"],
                 learning_rate=self.extractor_settings["lr_ratio"] * self.lr_schedule(1.0),
                 device=self.device,
             )
-        self._configure_buffer(self.replay_buffer)
-        if not hasattr(self, "_selection_rates"):  # a model saved without it
-            self._selection_rates = deque(maxlen=1000)
-
-    def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
-        super()._adopt_buffer(buffer)
-        self._configure_buffer(buffer)
-
-    def _configure_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
-        """A new transition's score: the mean ratio (1) for the density ratio, the buffer's neutral one otherwise."""
-        buffer.neutral_score = 1.0 if self.contribution == "density_ratio" else NEUTRAL_SCORE
 
     def _is_exponent(self) -> float:
         if self.contribution == "density_ratio":
@@ -173,7 +248,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         return batch
 
     def _feed_back(self, batch: WeightedSamples, td_abs: np.ndarray) -> None:
-        self.replay_buffer.record_use(batch.indices, td_abs)
+        """Nothing: the scores come from the extractor's re-scores and from ``|TD|`` measured at the draw."""
 
     # ------------------------------------------------------------------ the extractor's schedule
     def collect_rollouts(
@@ -204,19 +279,6 @@ class ComplementaryMixin(WeightedReplayMixin):
             self.last_refresh_step = steps
             self.refresh_scores()
 
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
-        if self.last_fit_step > self.num_timesteps:  # learn(reset_num_timesteps=True): the clock restarted
-            self.last_fit_step = self.last_refresh_step = self.num_timesteps
-        return result
-
     def fit_extractor(self) -> float:
         """
         Take the extractor's gradient steps now: balanced BCE of the fast memory against the whole
@@ -226,9 +288,9 @@ class ComplementaryMixin(WeightedReplayMixin):
         :return: Mean loss of the fit (NaN when there was nothing to fit on yet).
         """
         settings, buffer = self.extractor_settings, self.replay_buffer
-        if self.contribution != "density_ratio" or not density_ratio.fit_ready(buffer, settings["fast_memory"]):
+        if self.contribution != "density_ratio" or not fit_ready(buffer, settings["fast_memory"]):
             return float("nan")
-        loss = density_ratio.fit_classifier(
+        loss = fit_classifier(
             self.extractor,
             buffer,
             settings["fast_memory"],
@@ -236,9 +298,7 @@ class ComplementaryMixin(WeightedReplayMixin):
             settings["batch_size"],
             self.replay_rng,
         )
-        self.extractor_auc = density_ratio.held_out_auc(
-            self.extractor, buffer, settings["fast_memory"], self.replay_rng
-        )
+        self.extractor_auc = held_out_auc(self.extractor, buffer, settings["fast_memory"], self.replay_rng)
         self.logger.record("complementary/roc_auc", self.extractor_auc)
         self.logger.record("complementary/extractor_loss", loss)
         return loss
@@ -249,7 +309,7 @@ class ComplementaryMixin(WeightedReplayMixin):
         log the replay's health (:meth:`replay_diagnostics`, and the scores by age quartile).
 
         The scores are the tempered, self-normalised, capped ratio of
-        :func:`~sb3_complementary.common.density_ratio.ratio_weights` (all 1 until the first fit).
+        :func:`~sb3_complementary.common.extractor.ratio_weights` (all 1 until the first fit).
         ``fresh_td`` and ``laber`` score at draw time: only the health is logged.
         """
         buffer = self.replay_buffer
@@ -261,19 +321,20 @@ class ComplementaryMixin(WeightedReplayMixin):
                 chunks = [indices[start : start + RESCORE_CHUNK] for start in range(0, len(indices), RESCORE_CHUNK)]
                 logits = np.concatenate([self.extractor.numpy_logits(buffer.ratio_inputs(c)) for c in chunks])
                 settings = self.extractor_settings
-                weights = density_ratio.ratio_weights(logits, settings["temperature"], settings["cap"])
+                weights = ratio_weights(logits, settings["temperature"], settings["cap"])
             buffer.set_all_scores(indices, weights)
         for name, value in self.replay_diagnostics().items():
             self.logger.record(f"complementary/{name}", value)
-        rows, envs = np.divmod(indices, buffer.n_envs)
-        ages = buffer.n_added - buffer.features.insert_step[rows, envs]
+        ages = (buffer.pos - 1 - indices // buffer.n_envs) % buffer.buffer_size  # 0 for the freshest row
         quartile = np.minimum((np.argsort(np.argsort(ages)) * 4) // len(ages), 3)
         scores = buffer.scores[indices]
         for q in range(4):
             if np.any(quartile == q):
                 # q1 = youngest quarter of the buffer, q4 = oldest.
                 self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
-        self._log_task_shares(buffer.task_shares(indices))
+        task_ids = buffer.task_ids.reshape(-1)[indices]
+        if task_ids.size and task_ids.min() != task_ids.max():  # a multi-task run
+            self._log_task_shares(buffer.task_shares(indices))
 
     # ------------------------------------------------------------------ diagnostics (queries)
     def sampling_ess_fraction(self) -> float:
@@ -320,12 +381,3 @@ class ComplementaryMixin(WeightedReplayMixin):
         for task, (sample_share, data_share) in shares.items():
             self.logger.record(f"complementary/task_{task}_sample_share", sample_share)
             self.logger.record(f"complementary/task_{task}_data_share", data_share)
-
-    # ------------------------------------------------------------------ save / load
-    def _excluded_save_params(self) -> list[str]:
-        # The extractor travels as state dicts; its settings are rebuilt from extractor_kwargs.
-        return [*super()._excluded_save_params(), "extractor", "extractor_settings", "_selection_rates"]
-
-    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
-        state_dicts, variables = super()._get_torch_save_params()
-        return [*state_dicts, "extractor", "extractor.optimizer"], variables

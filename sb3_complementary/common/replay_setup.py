@@ -1,27 +1,32 @@
-"""The train-step glue shared by every algorithm whose replay draws by score: the draw, the feedback, the buffer."""
+"""
+How a weighted-replay algorithm is built: its knobs checked once, its buffer made, its extractor
+set up, old saves migrated. Read once, at construction and at ``load()``; the training-time code
+is in :mod:`~sb3_complementary.common.replay_algorithm`.
+"""
 
 import warnings
+from collections import deque
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.buffers import (
+    NEUTRAL_SCORE,
     ComplementaryDictReplayBuffer,
     ComplementaryNStepReplayBuffer,
     ComplementaryReplayBuffer,
-    Samples,
-    WeightedSamples,
 )
+from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.common.extractor_settings import MIN_FAST_MEMORY, extractor_settings
 from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer
-from sb3_complementary.common.migration import migrate_saved
+from sb3_complementary.common.migration import check_contribution, check_old_knobs, migrate_saved
 from sb3_complementary.common.persistence import ReplayPersistenceMixin
-from sb3_complementary.common.side_effects import side_effect_free
 from sb3_complementary.common.signature import combined_signature
-from sb3_complementary.common.validation import check_range
+from sb3_complementary.common.validation import check_choice, check_range, check_replay_knobs
 
 if TYPE_CHECKING:
     from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -30,24 +35,23 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-__all__ = ["Samples", "WeightedReplayMixin"]
-
 #: Knobs the model hands to its buffer; ``replay_buffer_kwargs`` must not set them a second time.
 BUFFER_KNOBS = ("alpha", "beta", "epsilon", "uniform_fraction", "score_floor", "initial_score")
+#: What scores the replay: the fast/slow density ratio (the extractor) times fresh ``|TD|``, or
+#: fresh ``|TD|`` alone (``fresh_td``; ``laber`` with LaBER's unbiasing IS weights).
+CONTRIBUTIONS = ("density_ratio", "fresh_td", "laber")
+#: The fixed IS exponent of each kind's draws (``density_ratio``'s is ``extractor_kwargs["is_exponent"]``).
+IS_EXPONENTS = {"fresh_td": 0.0, "laber": 1.0}
 
-_SelfWeighted = TypeVar("_SelfWeighted", bound="WeightedReplayMixin")
+
+_SelfWeighted = TypeVar("_SelfWeighted", bound="ReplaySetupMixin")
 
 
-class WeightedReplayMixin(ReplayPersistenceMixin, _Base):
+class ReplaySetupMixin(ReplayPersistenceMixin, _Base):
     """
-    Mixin for an SB3 off-policy algorithm that replays through a :class:`ComplementaryReplayBuffer`.
-
-    It builds the buffer (flat, Dict, n-step or HER) from the model's replay knobs, and gives the
-    train steps of ``weighted_*.py`` their shared lines: :meth:`_begin_weighted_train` (the IS
-    exponent of this ``train()`` call), :meth:`_draw_batch` (a batch with IS weights) and
-    :meth:`_replay_feedback` (the step's ``|TD|`` back to the replay). A train step states its
-    TD target (:meth:`_td_target`) and current estimate (:meth:`_current_values`); the concrete
-    mixin decides what the feedback does (:meth:`_feed_back`).
+    Construction of an SB3 off-policy algorithm that replays through a :class:`ComplementaryReplayBuffer`:
+    the replay knobs checked once (:meth:`_init_replay_knobs`), the buffer (flat, Dict, n-step or
+    HER) built from them (:meth:`_make_buffer`), and the attributes of an older save migrated.
     """
 
     replay_buffer: ComplementaryReplayBuffer
@@ -67,10 +71,7 @@ class WeightedReplayMixin(ReplayPersistenceMixin, _Base):
 
     def _init_replay_knobs(self, alpha: float, epsilon: float, uniform_fraction: float, score_floor: float) -> None:
         """Validate and store the knobs the buffer is built from (once: the buffer reads the model's)."""
-        check_range("alpha", alpha, low=0.0)
-        check_range("epsilon", epsilon, low=0.0)
-        check_range("uniform_fraction", uniform_fraction, low=0.0, high=1.0)
-        check_range("score_floor", score_floor, low=0.0)
+        check_replay_knobs(alpha, epsilon, uniform_fraction, score_floor)
         doubled = sorted(set(BUFFER_KNOBS) & set(self.replay_buffer_kwargs or {}))
         if doubled:
             raise ValueError(
@@ -169,15 +170,6 @@ class WeightedReplayMixin(ReplayPersistenceMixin, _Base):
             progress_bar=progress_bar,
         )
 
-    # ------------------------------------------------------------------ the train step's shared lines
-    def _begin_weighted_train(self) -> None:
-        """Start a ``train()`` call: set the buffer's IS exponent (:meth:`_is_exponent`)."""
-        self.replay_buffer.beta = self._is_exponent()
-
-    def _is_exponent(self) -> float:
-        """The IS exponent of the draws now (the buffer's ``beta``)."""
-        raise NotImplementedError
-
     def set_alpha(self, alpha: float) -> None:
         """
         Set the selection strength: the priority exponent ``alpha`` of the draws, >= 0 (0: uniform).
@@ -192,61 +184,104 @@ class WeightedReplayMixin(ReplayPersistenceMixin, _Base):
             self.replay_buffer.alpha = self.alpha
             self.replay_buffer.rebuild_priorities()
 
-    def _draw_batch(self, batch_size: int) -> WeightedSamples:
-        """One gradient step's batch with its IS weights: from the sum tree, by the stored scores."""
-        return self.replay_buffer.sample_weighted(batch_size, env=self._vec_normalize_env)
-
-    def _replay_feedback(self, batch: WeightedSamples, current: th.Tensor, target: th.Tensor) -> None:
-        """
-        Feed one gradient step back to the replay: its IS weights to the log, its ``|TD|`` to :meth:`_feed_back`.
-
-        :param batch: The step's batch, from :meth:`_draw_batch`.
-        :param current: The estimate the TD error is taken of (:meth:`_current_values`'s shape), as trained.
-        :param target: The step's TD target (:meth:`_td_target`'s shape).
-        """
-        self._is_weight_stats.append(batch.raw_weights)
-        self._feed_back(batch, self._td_abs(current.detach(), target).cpu().numpy().reshape(-1))
-
-    def _feed_back(self, batch: WeightedSamples, td_abs: np.ndarray) -> None:
-        """What the replay does with a step's ``(B,)`` ``|TD|`` (PER writes it as the scores)."""
+    def _is_exponent(self) -> float:
+        """The IS exponent of the draws now (the buffer's ``beta``)."""
         raise NotImplementedError
 
-    def _current_td_abs(self, data: Samples) -> np.ndarray:
-        """
-        ``(n,)`` each sample's ``|TD|`` at the current parameters, the same quantity ``train()``
-        feeds back, measured without side effects (for draw-time selection): no graph, eval mode,
-        torch's RNG stream untouched. A target that draws (SAC's next actions, TD3's smoothing
-        noise) draws on a fork of the stream, so the measurement equals the train step's only
-        under the same RNG state.
-        """
-        with side_effect_free(self.policy, self.device):
-            target = self._td_target(data)
-            return self._td_abs(self._current_values(data), target).cpu().numpy().reshape(-1)
 
-    def _td_target(self, data: Samples) -> th.Tensor:
-        """The algorithm's TD target for a batch."""
+class ComplementarySetupMixin(ReplaySetupMixin):
+    """The construction of :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin` (its knobs)."""
+
+    extractor: ExperienceExtractor
+    initial_score = "neutral"
+    _complementary = True
+
+    def __init__(
+        self,
+        *args: Any,
+        contribution: str = "density_ratio",
+        alpha: float = 1.0,
+        epsilon: float = 1e-3,
+        uniform_fraction: float = 0.25,
+        score_floor: float = 0.01,
+        candidate_pool: int = 4,
+        extractor_kwargs: dict[str, Any] | None = None,
+        _init_setup_model: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        check_old_knobs(type(self).__name__, kwargs, complementary=True)
+        check_contribution(contribution)
+        kwargs["_init_setup_model"] = False  # the knobs below must exist before _setup_model runs
+        super().__init__(*args, **kwargs)
+        check_choice("contribution", contribution, CONTRIBUTIONS)
+        check_range("candidate_pool", candidate_pool, low=0)
+        if int(candidate_pool) != candidate_pool:
+            raise ValueError(f"candidate_pool must be a whole number of batches (0 = off), got {candidate_pool!r}")
+        if contribution in IS_EXPONENTS and not candidate_pool:
+            raise ValueError(
+                f"contribution={contribution!r} measures |TD| on a candidate pool: set candidate_pool >= 1"
+            )
+        self.contribution = contribution
+        self.candidate_pool = int(candidate_pool)
+        self.extractor_kwargs = extractor_kwargs
+        settings = extractor_settings(extractor_kwargs, self.buffer_size)  # checked once, here
+        if contribution == "density_ratio" and settings["fast_memory"] > self.buffer_size // 2:
+            warnings.warn(
+                f"buffer_size={self.buffer_size} is below twice the smallest fast memory ({MIN_FAST_MEMORY}): "
+                "the density-ratio classifier can never be fitted, so its weights stay 1 and only fresh |TD| "
+                f"selects; use buffer_size >= {2 * MIN_FAST_MEMORY}",
+                stacklevel=2,
+            )
+        self._init_replay_knobs(alpha, epsilon, uniform_fraction, score_floor)
+        #: Held-out ROC AUC of the classifier at its last fit (NaN before the first).
+        self.extractor_auc = float("nan")
+        #: ``num_timesteps`` of the last fit and re-score: the extractor's schedule, saved with the model.
+        self.last_fit_step = 0
+        self.last_refresh_step = 0
+        #: Replay rates ``P * q_i`` of the last 1,000 draw-time selections (with ``candidate_pool``).
+        self._selection_rates: deque[np.ndarray] = deque(maxlen=1000)
+        if _init_setup_model:
+            self._setup_model()
+
+    def _setup_model(self) -> None:
+        self._migrate_saved()  # an old save's extractor settings move into extractor_kwargs
+        self.extractor_settings = extractor_settings(self.extractor_kwargs, self.buffer_size)
+        super()._setup_model()
+        self.extractor = self._build_extractor()
+        self._configure_buffer(self.replay_buffer)
+        if not hasattr(self, "_selection_rates"):  # a model saved without it
+            self._selection_rates = deque(maxlen=1000)
+
+    def _build_extractor(self) -> ExperienceExtractor:
+        """A new extractor for this model's buffer and settings, torch's RNG untouched (the mixin's)."""
         raise NotImplementedError
 
-    def _current_values(self, data: Samples) -> th.Tensor:
-        """
-        The estimate the TD error is taken of, for a batch: ``(B, 1)`` the first critic's (or the
-        Q-network's) value of the stored action, or ``(B, K)`` its quantiles for a quantile critic.
-        """
-        raise NotImplementedError
+    def _adopt_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
+        super()._adopt_buffer(buffer)
+        self._configure_buffer(buffer)
 
-    @staticmethod
-    def _td_abs(current: th.Tensor, target: th.Tensor) -> th.Tensor:
-        """``|TD|`` of a batch from :meth:`_current_values` and :meth:`_td_target` (quantile critics override)."""
-        return (current - target).abs()
+    def _configure_buffer(self, buffer: ComplementaryReplayBuffer) -> None:
+        """A new transition's score: the mean ratio (1) for the density ratio, the buffer's neutral one otherwise."""
+        buffer.neutral_score = 1.0 if self.contribution == "density_ratio" else NEUTRAL_SCORE
 
-    def sampling_ess_fraction(self) -> float:
-        """ESS fraction of the replay's sampling distribution (1 = uniform); see ``ess_fraction`` of the buffer."""
-        return self.replay_buffer.ess_fraction()
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        if self.last_fit_step > self.num_timesteps:  # learn(reset_num_timesteps=True): the clock restarted
+            self.last_fit_step = self.last_refresh_step = self.num_timesteps
+        return result
 
-    def _log_weights(self) -> None:
-        if self._is_weight_stats:
-            weights = np.concatenate(self._is_weight_stats)
-            self.logger.record("complementary/is_weight_mean", float(weights.mean()))
-            self.logger.record("complementary/is_weight_max", float(weights.max()))
-            self.logger.record("complementary/beta", self.replay_buffer.beta)
-            self._is_weight_stats = []
+    # ------------------------------------------------------------------ save / load
+    def _excluded_save_params(self) -> list[str]:
+        # The extractor travels as state dicts; its settings are rebuilt from extractor_kwargs.
+        return [*super()._excluded_save_params(), "extractor", "extractor_settings", "_selection_rates"]
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        state_dicts, variables = super()._get_torch_save_params()
+        return [*state_dicts, "extractor", "extractor.optimizer"], variables
