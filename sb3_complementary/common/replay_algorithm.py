@@ -298,7 +298,7 @@ class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
             settings["batch_size"],
             self.replay_rng,
         )
-        self.extractor_auc = held_out_auc(self.extractor, buffer, settings["fast_memory"], self.replay_rng)
+        self.extractor_auc = held_out_auc(self.extractor, buffer, settings["fast_memory"], self.auc_rng)
         self.logger.record("complementary/roc_auc", self.extractor_auc)
         self.logger.record("complementary/extractor_loss", loss)
         return loss

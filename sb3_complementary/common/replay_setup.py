@@ -248,6 +248,11 @@ class ComplementarySetupMixin(ReplaySetupMixin):
         self.extractor_settings = extractor_settings(self.extractor_kwargs, self.buffer_size)
         super()._setup_model()
         self.extractor = self._build_extractor()
+        # The held-out AUC is a query: it draws from its own generator, so that asking for it never
+        # shifts the training draws of replay_rng. A loaded model keeps its generator, as replay_rng.
+        self.auc_rng = self.__dict__.get("auc_rng") or np.random.default_rng(
+            np.random.SeedSequence(self.seed, spawn_key=(1,))
+        )
         self._configure_buffer(self.replay_buffer)
         if not hasattr(self, "_selection_rates"):  # a model saved without it
             self._selection_rates = deque(maxlen=1000)
