@@ -8,7 +8,6 @@ from sb3_complementary.common.buffers import (
     ComplementaryReplayBuffer,
     WeightedSamples,
 )
-from sb3_complementary.common.callbacks import ExtractorTrainingCallback
 from sb3_complementary.common.export import export_to_sb3
 from sb3_complementary.common.extractor import ExperienceExtractor
 from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer, PrioritizedHerReplayBuffer
@@ -50,7 +49,6 @@ __all__ = [
     "ComplementaryTD3",
     "ComplementaryTQC",
     "ExperienceExtractor",
-    "ExtractorTrainingCallback",
     "MultiTaskEnv",
     "PrioritizedDQN",
     "PrioritizedHerReplayBuffer",

@@ -24,7 +24,7 @@ from sb3_complementary import (
     WeightedSamples,
 )
 from sb3_complementary.common.complementary_mixin import ComplementaryMixin
-from tests.conftest import LABEL_REPLAY, TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR
 
 #: Small actor-critic settings: 200 gradient steps in a 300-step learn.
 TINY_AC: dict[str, Any] = {
@@ -52,11 +52,11 @@ class Spec:
         return issubclass(self.cls, ComplementaryMixin)
 
     def model_kwargs(self, **overrides: Any) -> dict[str, Any]:
-        """Fresh settings: the `td` label signal (the extractor path these tests check), tiny.
+        """Fresh settings: the class's defaults with a tiny extractor schedule.
 
         SB3 writes into the ``policy_kwargs`` dict it is given, so never share one.
         """
-        extra = {"contribution": "td", **LABEL_REPLAY, **TINY_EXTRACTOR} if self.complementary else {}
+        extra = dict(TINY_EXTRACTOR) if self.complementary else {}
         return copy.deepcopy({**self.kwargs, **extra, **overrides})
 
     def parent_kwargs(self, **overrides: Any) -> dict[str, Any]:

@@ -24,27 +24,26 @@ TINY_DQN: dict[str, Any] = {
     "device": "cpu",
 }
 
-#: Extractor knobs small enough that the extractor fits and re-scores several times in a few hundred steps.
+#: Extractor settings small enough that the extractor fits and re-scores several times in a few hundred steps.
 TINY_EXTRACTOR: dict[str, Any] = {
-    "extractor_net_arch": [16],
-    "extractor_train_freq": 100,
-    "extractor_gradient_steps": 2,
-    "extractor_batch_size": 32,
-    "refresh_interval": 100,
-    "probe_size": 16,
-    "label_capacity": 1000,
+    "extractor_kwargs": {
+        "net_arch": [16],
+        "train_freq": 100,
+        "gradient_steps": 2,
+        "batch_size": 32,
+        "refresh_interval": 100,
+    }
 }
 
-#: The label signals' replay as the studies of attempts 2 to 5 ran it (the defaults until 2026-12-06):
-#: the sum tree over the last re-score's scores, no candidate pool.
-LABEL_REPLAY: dict[str, Any] = {"alpha": 0.6, "initial_score": "max", "candidate_pool": 0}
+#: The sum-tree path: draws by the scores of the last re-score, no candidate pool.
+TREE_REPLAY: dict[str, Any] = {"alpha": 0.6, "candidate_pool": 0}
 
 ALGOS = {
     # The constructor defaults (density ratio x fresh |TD| on a pool of 4), with a tiny schedule.
     "complementary-default": (ComplementaryDQN, TINY_EXTRACTOR),
-    "complementary-influence": (ComplementaryDQN, {"contribution": "influence", **LABEL_REPLAY, **TINY_EXTRACTOR}),
-    "complementary-outcome": (ComplementaryDQN, {"contribution": "outcome", **LABEL_REPLAY, **TINY_EXTRACTOR}),
-    "complementary-td": (ComplementaryDQN, {"contribution": "td", **LABEL_REPLAY, **TINY_EXTRACTOR}),
+    "complementary-tree": (ComplementaryDQN, {**TREE_REPLAY, **TINY_EXTRACTOR}),
+    "complementary-fresh-td": (ComplementaryDQN, {"contribution": "fresh_td", **TINY_EXTRACTOR}),
+    "complementary-alpha0": (ComplementaryDQN, {"alpha": 0.0, **TINY_EXTRACTOR}),
     "prioritized": (PrioritizedDQN, {}),
 }
 

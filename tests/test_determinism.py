@@ -7,14 +7,14 @@ import torch as th
 from stable_baselines3 import DQN
 
 from sb3_complementary import ComplementaryDQN, PrioritizedDQN
-from tests.conftest import LABEL_REPLAY, TINY_DQN, TINY_EXTRACTOR, make_model
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR, TREE_REPLAY, make_model
 
 
 def episode_rewards(model):
     return [info["r"] for info in model.ep_info_buffer]
 
 
-@pytest.mark.parametrize("algo", ["complementary-influence", "complementary-outcome"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree"])
 def test_same_seed_same_rewards_and_scores(algo):
     runs = []
     for _ in range(2):
@@ -22,7 +22,7 @@ def test_same_seed_same_rewards_and_scores(algo):
         model.learn(500)
         buffer = model.replay_buffer
         buffer.sample_weighted(1)  # apply any lazily pending scores
-        scores = model.extractor.score(buffer.feature_matrix(buffer.valid_indices()))
+        scores = model.extractor.numpy_logits(buffer.ratio_inputs(buffer.valid_indices()))
         runs.append((episode_rewards(model), buffer.scores.copy(), scores, model.policy.state_dict()))
     (rewards_a, stored_a, scores_a, params_a), (rewards_b, stored_b, scores_b, params_b) = runs
     assert len(rewards_a) > 5
@@ -38,7 +38,7 @@ def test_different_seeds_differ():
     """The determinism test above could not pass by ignoring the seed."""
     rewards = []
     for seed in (1, 2):
-        model = make_model("complementary-td", "CartPole-v1", seed=seed)
+        model = make_model("complementary-tree", "CartPole-v1", seed=seed)
         model.learn(300)
         rewards.append(episode_rewards(model))
     assert rewards[0] != rewards[1]
@@ -66,10 +66,9 @@ def assert_same_parameters(expected, got):
     "cls, extra",
     [
         (PrioritizedDQN, {"uniform_fraction": 1.0}),
-        (ComplementaryDQN, {**LABEL_REPLAY, "uniform_fraction": 1.0, "contribution": "td", **TINY_EXTRACTOR}),
-        (ComplementaryDQN, {**LABEL_REPLAY, "uniform_fraction": 1.0, "contribution": "influence", **TINY_EXTRACTOR}),
+        (ComplementaryDQN, {**TREE_REPLAY, "uniform_fraction": 1.0, **TINY_EXTRACTOR}),
     ],
-    ids=["prioritized", "complementary-td", "complementary-influence"],
+    ids=["prioritized", "complementary-tree"],
 )
 def test_uniform_replay_trains_bit_for_bit_like_dqn(cls, extra):
     expected, dqn_rewards = learned_parameters(DQN)

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.common.replay_algorithm import ComplementaryMixin
 
 
 class ActorCriticComplementaryMixin(ComplementaryMixin):

@@ -18,8 +18,7 @@ from stable_baselines3.common.torch_layers import CombinedExtractor
 from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.persistence import atomic_write
-from sb3_complementary.common.side_effects import preserved_rng
-from sb3_complementary.common.weighted_replay_mixin import WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import WeightedReplayMixin, preserved_rng
 from sb3_complementary.crossq.policies import MultiInputPolicy as CrossQMultiInputPolicy
 
 #: The name no exported file may mention: a class pickled from it fails to load where it is not installed.

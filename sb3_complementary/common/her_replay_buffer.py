@@ -86,11 +86,6 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
             raise ValueError(
                 f"{type(self).__name__} replays 1-step transitions (as SB3's HER): got n_steps={knobs['n_steps']}"
             )
-        if knobs.get("eviction", "fifo") != "fifo":
-            raise ValueError(
-                f"{type(self).__name__} supports eviction='fifo' only: HER drops whole episodes, "
-                f"got eviction={knobs['eviction']!r}"
-            )
         if not isinstance(observation_space, spaces.Dict) or optimize_memory_usage:
             # SB3's own error for a non-goal space or a memory-optimised layout.
             DictReplayBuffer(buffer_size, observation_space, action_space, optimize_memory_usage=optimize_memory_usage)
@@ -115,6 +110,7 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
         self._n_sampleable = 0
         #: Flat indices whose drawability changed since the tree last followed (at the next flush).
         self._changed: list[np.ndarray] = []
+        self.ratio_excluded_keys = ("desired_goal",)  # relabelling changes it: see the class docstring
 
     # ------------------------------------------------------------------ which transitions are drawable
     def add(  # type: ignore[override]
@@ -249,10 +245,6 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
                 "model.load_replay_buffer() on a model that has the env (pass env to load(), or call "
                 "model.set_env(env))."
             )
-
-    def _flat_observations(self, storage: Any, rows: np.ndarray, envs: np.ndarray) -> np.ndarray | None:
-        """The flat buffer's, without ``desired_goal`` (relabelling changes it; see the class docstring)."""
-        return super()._flat_observations({k: v for k, v in storage.items() if k != "desired_goal"}, rows, envs)
 
 
 class PrioritizedHerReplayBuffer(ComplementaryHerReplayBuffer):

@@ -1,11 +1,9 @@
 """
-Per-sample critic losses with importance-sampling weights, and their closed-form output gradients.
+Per-sample critic losses with importance-sampling weights.
 
 Every function here mirrors the loss its SB3 / sb3-contrib algorithm computes, with the same
 tensor operations in the same order, so that with all weights equal to 1 a weighted algorithm
-trains bit for bit like its parent. The output gradients are the ``g_i`` of
-:func:`sb3_complementary.common.contribution.last_layer_influence`: the gradient of one sample's
-own, unweighted loss with respect to the outputs of the critic's last linear layer.
+trains bit for bit like its parent.
 """
 
 import torch as th
@@ -71,27 +69,6 @@ def weighted_quantile_huber_loss(
     if sum_over_quantiles:
         loss = loss.sum(dim=-2)
     return (weights.reshape(-1, *([1] * (loss.ndim - 1))) * loss).mean()
-
-
-def quantile_huber_output_grad(current_quantiles: th.Tensor, target_quantiles: th.Tensor) -> th.Tensor:
-    """
-    Gradient of ``Σ_k Σ_j ρ_τk(δ_kj)`` (one sample, one critic) w.r.t. each current quantile ``θ_k``.
-
-    ``∂ρ_τk(δ_kj)/∂θ_k = -|τ_k - 1{δ_kj < 0}| · H'(δ_kj)`` with ``H'(δ) = clip(δ, -1, 1)``
-    (the indicator is detached in the loss, and the Huber derivative is ``δ`` inside the unit
-    interval and ``sign(δ)`` outside), so the gradient is
-
-        g_k = -Σ_j |τ_k - 1{δ_kj < 0}| · clip(δ_kj, -1, 1)
-
-    The caller multiplies by its per-sample normalisation (``1/N'`` for QR-DQN, ``1/(n_critics K N')`` for TQC).
-
-    :param current_quantiles: ``(B, K)`` current quantiles of one critic (or of the taken action).
-    :param target_quantiles: ``(B, N')`` target quantiles.
-    :return: ``(B, K)``.
-    """
-    cum_prob = _cum_prob(current_quantiles.shape[-1], current_quantiles).view(1, -1, 1)
-    delta = target_quantiles.unsqueeze(-2) - current_quantiles.unsqueeze(-1)  # (B, K, N')
-    return -(th.abs(cum_prob - (delta < 0).float()) * delta.clamp(-1.0, 1.0)).sum(dim=-1)
 
 
 def quantile_td_abs(current_quantiles: th.Tensor, target_quantiles: th.Tensor) -> th.Tensor:

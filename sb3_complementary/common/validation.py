@@ -36,3 +36,22 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
     """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def check_replay_knobs(
+    alpha: float, epsilon: float, uniform_fraction: float, score_floor: float, beta: float | None = None
+) -> None:
+    """
+    Check the knobs of a weighted replay (the algorithm's and its buffer's are the same knobs).
+
+    :raises ValueError: For a value out of its range, or ``epsilon = score_floor = 0`` with a
+        scored share (a transition whose score reached 0 could never be drawn again).
+    """
+    check_range("alpha", alpha, low=0.0)
+    if beta is not None:
+        check_range("beta", beta, low=0.0, high=1.0)
+    check_range("epsilon", epsilon, low=0.0)
+    check_range("uniform_fraction", uniform_fraction, low=0.0, high=1.0)
+    check_range("score_floor", score_floor, low=0.0)
+    if epsilon == 0 and score_floor == 0 and uniform_fraction < 1:
+        raise ValueError("epsilon and score_floor cannot both be 0: a transition could never be sampled again")

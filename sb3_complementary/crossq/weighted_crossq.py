@@ -6,10 +6,8 @@ from sb3_contrib import CrossQ
 
 from sb3_complementary.common.buffers import take_rows
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
-from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.side_effects import side_effect_free
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin, side_effect_free
 
 
 class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
@@ -18,16 +16,11 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
 
     ``train()`` is sb3-contrib's, with these changes: the batch comes with IS weights; the
     critics' per-sample squared errors are weighted (the delayed actor and entropy-coefficient
-    losses are not); and each step's ``|TD|`` of the first critic (plus, for the influence
-    signal, each sample's influence on a probe batch at the last linear layer of the first
-    critic) is fed back to the replay. With all weights equal to 1 the update is exactly
-    sb3-contrib's.
+    losses are not); and each step's ``|TD|`` of the first critic is fed back to the replay.
+    With all weights equal to 1 the update is exactly sb3-contrib's.
 
     CrossQ has no target network: the training batch's TD target comes from the joint
-    batch-norm forward pass of ``(s, a)`` and ``(s', a')``, and its penultimate features are
-    read from the ``(s, a)`` half of that pass. The probe batch is measured with the critic in
-    eval mode (batch-norm running statistics, as the actor loss reads the critic), so measuring
-    it never moves those statistics.
+    batch-norm forward pass of ``(s, a)`` and ``(s', a')``.
     """
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
@@ -96,16 +89,6 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             for buffer, value in zip(buffers, saved, strict=True):
                 buffer.copy_(value)
 
-    @staticmethod
-    def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
-        """``(B, 1)`` gradient of ``0.5 Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``Q_1 - y``."""
-        return first_q_values - target_q_values
-
-    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
-            first_q_values = self.critic(probe.observations, probe.actions)[0]
-        return self._critic_output_grad(first_q_values, probe_target), penultimate.get()
-
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
         self.policy.set_training_mode(True)
         optimizers = [self.actor.optimizer, self.critic.optimizer]
@@ -113,7 +96,6 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
         actor_losses, critic_losses = [], []
@@ -134,9 +116,7 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
                 next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
 
             # Joint forward pass of (s, a) and (s', a'), as in CrossQ.
-            measure = self._measures_influence()
-            with capture_input(first_critic_head, enabled=measure) as penultimate:
-                all_q_values = self._joint_q_values(replay_data, next_actions)
+            all_q_values = self._joint_q_values(replay_data, next_actions)
             current_q_values, next_q_values = th.split(all_q_values, batch_size, dim=0)
             current_q_values = current_q_values.T[..., None]
             target_q_values = self._soft_target(replay_data, next_q_values, next_log_prob, ent_coef)
@@ -147,12 +127,6 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             )
             assert isinstance(critic_loss, th.Tensor)
             critic_losses.append(critic_loss.item())
-
-            first_q_values = current_q_values[0].detach()
-            influence = None
-            if measure:  # measured at the parameters the step starts from
-                out_grad = self._critic_output_grad(first_q_values, target_q_values)
-                influence = self._influence(out_grad, penultimate.get()[:batch_size])
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()
@@ -179,8 +153,7 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
                 actor_loss.backward()
                 self.actor.optimizer.step()
 
-            td_abs = (first_q_values - target_q_values).abs().cpu().numpy().reshape(-1)
-            self._replay_feedback(batch, td_abs, influence)
+            self._replay_feedback(batch, current_q_values[0], target_q_values)
 
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/ent_coef", np.mean(ent_coefs))

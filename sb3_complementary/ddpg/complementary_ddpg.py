@@ -21,12 +21,12 @@ class ComplementaryDDPG(ActorCriticComplementaryMixin, WeightedTD3, DDPG):
 
     DDPG is SB3's TD3 with one critic, no target smoothing and no policy delay, so it shares
     ``WeightedTD3``'s train step: the IS weights multiply each sample's critic loss ``(Q(s, a) - y)²``, the
-    actor loss stays unweighted, and the influence signal is measured on the critic loss at the critic's
-    last linear layer (docs/algorithms/actor_critic.md).
+    actor loss stays unweighted
+    (docs/algorithms/actor_critic.md).
 
     Drop-in: ``ComplementaryDDPG("MlpPolicy", env).learn(...)`` works wherever ``DDPG`` does. It
     takes every argument of SB3's ``DDPG`` (positional ones included), plus the keyword knobs of
-    :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
+    :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
     (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
     """
 

@@ -5,7 +5,7 @@ from typing import ClassVar
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.dqn.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.common.replay_algorithm import ComplementaryMixin
 from sb3_complementary.dqn.weighted_dqn import WeightedDQN
 
 
@@ -20,7 +20,7 @@ class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
     Idea: Complementary RL (arXiv 2603.17621), mapped onto SB3 in docs/design.md. Drop-in:
     ``ComplementaryDQN("MlpPolicy", env).learn(100_000)`` works wherever ``DQN`` does. It takes
     every argument of SB3's ``DQN`` (positional ones included), plus the keyword knobs of
-    :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
+    :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
     (the same for every algorithm).
     """
 

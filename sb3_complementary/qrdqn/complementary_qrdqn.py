@@ -5,7 +5,7 @@ from typing import ClassVar
 from sb3_contrib.qrdqn.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from stable_baselines3.common.policies import BasePolicy
 
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+from sb3_complementary.common.replay_algorithm import ComplementaryMixin
 from sb3_complementary.qrdqn.weighted_qrdqn import WeightedQRDQN
 
 
@@ -17,13 +17,12 @@ class ComplementaryQRDQN(ComplementaryMixin, WeightedQRDQN):
     picks its batch from a uniform pool of four batches by that density ratio times each candidate's
     ``|TD|`` measured now; the other signals are knobs.
 
-    The IS weights multiply each sample's quantile Huber loss. The influence signal has a closed
-    form at the quantile head, the last linear layer with ``n_actions × n_quantiles`` outputs
+    The IS weights multiply each sample's quantile Huber loss.
     (docs/algorithms/distributional.md).
 
     Drop-in: ``ComplementaryQRDQN("MlpPolicy", env).learn(...)`` works wherever ``QRDQN`` does. It
     takes every argument of sb3-contrib's ``QRDQN`` (positional ones included), plus the keyword knobs of
-    :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
+    :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
     (the same for every algorithm).
     """
 

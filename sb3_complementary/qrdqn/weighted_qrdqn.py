@@ -4,9 +4,8 @@ import numpy as np
 import torch as th
 from sb3_contrib import QRDQN
 
-from sb3_complementary.common.last_layer import capture_input, last_linear
-from sb3_complementary.common.losses import quantile_huber_output_grad, quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.losses import quantile_td_abs, weighted_quantile_huber_loss
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
 class WeightedQRDQN(WeightedReplayMixin, QRDQN):
@@ -15,9 +14,8 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
 
     ``train()`` is sb3-contrib's, with three changes: the batch comes with IS weights, each
     sample's quantile Huber loss (summed over the current quantiles, averaged over the target
-    ones) is weighted, and each step's ``|TD|`` of the implied Q-value (plus, for the influence
-    signal, each sample's influence on a probe batch, in closed form at the quantile head) is
-    fed back to the replay. With all weights equal to 1 the update is exactly sb3-contrib's.
+    ones) is weighted, and each step's ``|TD|`` of the implied Q-value is fed back to the replay.
+    With all weights equal to 1 the update is exactly sb3-contrib's.
     """
 
     def _td_target(self, data: Samples) -> th.Tensor:
@@ -40,33 +38,10 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
     def _td_abs(current: th.Tensor, target: th.Tensor) -> th.Tensor:
         return quantile_td_abs(current, target)
 
-    def _quantile_output_grad(
-        self, all_quantiles: th.Tensor, action_index: th.Tensor, current_quantiles: th.Tensor, target: th.Tensor
-    ) -> th.Tensor:
-        """
-        ``(B, n_quantiles * n_actions)`` gradient of each sample's own loss w.r.t. the quantile head's outputs.
-
-        The per-sample loss is ``(1/N) Σ_j Σ_k ρ_τk(T_j - θ_k)`` over the taken action's quantiles ``θ``;
-        its gradient is zero on every other action. The head's outputs are laid out as
-        ``view(-1, n_quantiles, n_actions)`` reads them, so the flattened ``(k, a)`` grid matches its rows.
-        """
-        grad = quantile_huber_output_grad(current_quantiles, target) / target.shape[-1]  # (B, K)
-        out = th.zeros_like(all_quantiles)  # (B, K, A)
-        out.scatter_(2, action_index, grad.unsqueeze(-1))
-        return out.reshape(out.shape[0], -1)
-
-    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        with capture_input(last_linear(self.quantile_net.quantile_net)) as penultimate:
-            all_quantiles = self.quantile_net(probe.observations)
-        action_index = probe.actions[..., None].long().expand(len(probe_target), self.n_quantiles, 1)
-        current = th.gather(all_quantiles, dim=2, index=action_index).squeeze(dim=2)
-        return self._quantile_output_grad(all_quantiles, action_index, current, probe_target), penultimate.get()
-
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         self._begin_weighted_train()
-        head = last_linear(self.quantile_net.quantile_net)
 
         losses = []
         for _ in range(gradient_steps):
@@ -74,22 +49,14 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
             replay_data = batch.samples
             target_quantiles = self._td_target(replay_data)
 
-            measure = self._measures_influence()
-            with capture_input(head, enabled=measure) as penultimate:
-                all_quantiles = self.quantile_net(replay_data.observations)
+            current_quantiles = self.quantile_net(replay_data.observations)
             actions = replay_data.actions[..., None].long().expand(batch_size, self.n_quantiles, 1)
-            current_quantiles = th.gather(all_quantiles, dim=2, index=actions).squeeze(dim=2)
+            current_quantiles = th.gather(current_quantiles, dim=2, index=actions).squeeze(dim=2)
 
             loss = weighted_quantile_huber_loss(
                 current_quantiles, target_quantiles, batch.weights, sum_over_quantiles=True
             )
             losses.append(loss.item())
-
-            detached = current_quantiles.detach()
-            influence = None
-            if measure:  # measured at the parameters the step starts from
-                out_grad = self._quantile_output_grad(all_quantiles.detach(), actions, detached, target_quantiles)
-                influence = self._influence(out_grad, penultimate.get())
 
             self.policy.optimizer.zero_grad()
             loss.backward()
@@ -97,7 +64,7 @@ class WeightedQRDQN(WeightedReplayMixin, QRDQN):
                 th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
             self.policy.optimizer.step()
 
-            self._replay_feedback(batch, quantile_td_abs(detached, target_quantiles).cpu().numpy(), influence)
+            self._replay_feedback(batch, current_quantiles, target_quantiles)
 
         self._n_updates += gradient_steps
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")

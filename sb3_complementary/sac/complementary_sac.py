@@ -19,12 +19,12 @@ class ComplementarySAC(ActorCriticComplementaryMixin, WeightedSAC):
     :class:`~sb3_complementary.common.actor_critic_defaults.ActorCriticComplementaryMixin`).
 
     The IS weights multiply each sample's critic loss ``0.5 Σ_c (Q_c(s, a) - y)²``; the actor
-    and entropy-coefficient losses stay unweighted. The influence signal is measured on the critic loss at
-    the last linear layer of the first critic (docs/algorithms/actor_critic.md).
+    and entropy-coefficient losses stay unweighted.
+    (docs/algorithms/actor_critic.md).
 
     Drop-in: ``ComplementarySAC("MlpPolicy", env).learn(...)`` works wherever ``SAC`` does. It
     takes every argument of SB3's ``SAC`` (positional ones included), plus the keyword knobs of
-    :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
+    :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
     (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
     """
 

@@ -6,9 +6,8 @@ from stable_baselines3 import SAC
 from stable_baselines3.common.utils import polyak_update
 
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
-from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
 class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
@@ -18,9 +17,8 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
     ``train()`` is SB3's, with these changes: the batch comes with IS weights; the critic's
     per-sample squared error is weighted (the actor and entropy-coefficient losses are not: IS
     weights correct the bias of the value *target* distribution, which only the critic regresses);
-    and each step's ``|TD|`` of the first critic (plus, for the influence signal, each sample's
-    influence on a probe batch, measured at the last linear layer of the first critic) is fed
-    back to the replay. With all weights equal to 1 the update is exactly SB3's.
+    and each step's ``|TD|`` of the first critic is fed back to the replay. With all weights equal
+    to 1 the update is exactly SB3's.
     """
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
@@ -39,16 +37,6 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
         """``(B, 1)`` the first critic's value of the stored action."""
         return self.critic(data.observations, data.actions)[0]
 
-    @staticmethod
-    def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
-        """``(B, 1)`` gradient of ``0.5 Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``Q_1 - y``."""
-        return first_q_values - target_q_values
-
-    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
-            first_q_values = self.critic(probe.observations, probe.actions)[0]
-        return self._critic_output_grad(first_q_values, probe_target), penultimate.get()
-
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
         self.policy.set_training_mode(True)
         optimizers = [self.actor.optimizer, self.critic.optimizer]
@@ -56,7 +44,6 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
         actor_losses, critic_losses = [], []
@@ -79,9 +66,7 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
 
             target_q_values = self._td_target(replay_data, ent_coef)
 
-            measure = self._measures_influence()
-            with capture_input(first_critic_head, enabled=measure) as penultimate:
-                current_q_values = self.critic(replay_data.observations, replay_data.actions)
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
 
             # The IS weights reach the critic loss only.
             critic_loss = 0.5 * sum(
@@ -89,12 +74,6 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
             )
             assert isinstance(critic_loss, th.Tensor)
             critic_losses.append(critic_loss.item())
-
-            first_q_values = current_q_values[0].detach()
-            influence = None
-            if measure:  # measured at the parameters the step starts from
-                out_grad = self._critic_output_grad(first_q_values, target_q_values)
-                influence = self._influence(out_grad, penultimate.get())
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()
@@ -113,8 +92,7 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
                 polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
                 polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
 
-            td_abs = (first_q_values - target_q_values).abs().cpu().numpy().reshape(-1)
-            self._replay_feedback(batch, td_abs, influence)
+            self._replay_feedback(batch, current_q_values[0], target_q_values)
 
         self._n_updates += gradient_steps
 

@@ -19,12 +19,11 @@ class ComplementaryTD3(ActorCriticComplementaryMixin, WeightedTD3):
     :class:`~sb3_complementary.common.actor_critic_defaults.ActorCriticComplementaryMixin`).
 
     The IS weights multiply each sample's critic loss ``Σ_c (Q_c(s, a) - y)²``; the (delayed)
-    actor loss stays unweighted. The influence signal is measured on the critic loss at the last linear
-    layer of the first critic (docs/algorithms/actor_critic.md).
+    actor loss stays unweighted. (docs/algorithms/actor_critic.md).
 
     Drop-in: ``ComplementaryTD3("MlpPolicy", env).learn(...)`` works wherever ``TD3`` does. It
     takes every argument of SB3's ``TD3`` (positional ones included), plus the keyword knobs of
-    :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
+    :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
     (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
     """
 

@@ -5,9 +5,8 @@ import torch as th
 from stable_baselines3 import TD3
 from stable_baselines3.common.utils import polyak_update
 
-from sb3_complementary.common.last_layer import capture_input, last_linear
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
 class WeightedTD3(WeightedReplayMixin, TD3):
@@ -17,9 +16,7 @@ class WeightedTD3(WeightedReplayMixin, TD3):
 
     ``train()`` is SB3's, with these changes: the batch comes with IS weights; the critics'
     per-sample squared errors are weighted (the delayed actor loss is not); and each step's
-    ``|TD|`` of the first critic (plus, for the influence signal, each sample's influence on a
-    probe batch, measured at the last linear layer of the first critic) is fed back to the
-    replay. With all weights equal to 1 the update is exactly SB3's.
+    ``|TD|`` of the first critic is fed back to the replay. With all weights equal to 1 the update is exactly SB3's.
     """
 
     def _td_target(self, data: Samples) -> th.Tensor:
@@ -37,21 +34,10 @@ class WeightedTD3(WeightedReplayMixin, TD3):
         """``(B, 1)`` the first critic's value of the stored action."""
         return self.critic(data.observations, data.actions)[0]
 
-    @staticmethod
-    def _critic_output_grad(first_q_values: th.Tensor, target_q_values: th.Tensor) -> th.Tensor:
-        """``(B, 1)`` gradient of ``Σ_c (Q_c - y)²`` w.r.t. the first critic's output: ``2 (Q_1 - y)``."""
-        return 2.0 * (first_q_values - target_q_values)
-
-    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
-            first_q_values = self.critic(probe.observations, probe.actions)[0]
-        return self._critic_output_grad(first_q_values, probe_target), penultimate.get()
-
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
         self._begin_weighted_train()
-        first_critic_head = last_linear(self.critic.q_networks[0])
 
         actor_losses, critic_losses = [], []
         for _ in range(gradient_steps):
@@ -60,20 +46,12 @@ class WeightedTD3(WeightedReplayMixin, TD3):
             replay_data = batch.samples
             target_q_values = self._td_target(replay_data)
 
-            measure = self._measures_influence()
-            with capture_input(first_critic_head, enabled=measure) as penultimate:
-                current_q_values = self.critic(replay_data.observations, replay_data.actions)
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
 
             # The IS weights reach the critic loss only.
             critic_loss = sum(weighted_mse(current_q, target_q_values, batch.weights) for current_q in current_q_values)
             assert isinstance(critic_loss, th.Tensor)
             critic_losses.append(critic_loss.item())
-
-            first_q_values = current_q_values[0].detach()
-            influence = None
-            if measure:  # measured at the parameters the step starts from
-                out_grad = self._critic_output_grad(first_q_values, target_q_values)
-                influence = self._influence(out_grad, penultimate.get())
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()
@@ -93,8 +71,7 @@ class WeightedTD3(WeightedReplayMixin, TD3):
                 polyak_update(self.critic_batch_norm_stats, self.critic_batch_norm_stats_target, 1.0)
                 polyak_update(self.actor_batch_norm_stats, self.actor_batch_norm_stats_target, 1.0)
 
-            td_abs = (first_q_values - target_q_values).abs().cpu().numpy().reshape(-1)
-            self._replay_feedback(batch, td_abs, influence)
+            self._replay_feedback(batch, current_q_values[0], target_q_values)
 
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         if len(actor_losses) > 0:

@@ -19,12 +19,12 @@ class ComplementaryTQC(ActorCriticComplementaryMixin, WeightedTQC):
     :class:`~sb3_complementary.common.actor_critic_defaults.ActorCriticComplementaryMixin`).
 
     The IS weights multiply each sample's quantile Huber critic loss (against the truncated
-    target mixture); the actor and entropy-coefficient losses stay unweighted. The influence signal is
-    measured on the critic loss at the quantile head of the first critic (docs/algorithms/distributional.md).
+    target mixture); the actor and entropy-coefficient losses stay unweighted.
+    (docs/algorithms/distributional.md).
 
     Drop-in: ``ComplementaryTQC("MlpPolicy", env).learn(...)`` works wherever ``TQC`` does. It
     takes every argument of sb3-contrib's ``TQC`` (positional ones included), plus the keyword knobs of
-    :class:`~sb3_complementary.common.complementary_mixin.ComplementaryMixin`
+    :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
     (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
     """
 

@@ -6,9 +6,8 @@ from sb3_contrib import TQC
 from stable_baselines3.common.utils import polyak_update
 
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
-from sb3_complementary.common.last_layer import capture_input, last_linear
-from sb3_complementary.common.losses import quantile_huber_output_grad, quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.weighted_replay_mixin import Samples, WeightedReplayMixin
+from sb3_complementary.common.losses import quantile_td_abs, weighted_quantile_huber_loss
+from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
 class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
@@ -18,9 +17,8 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
     ``train()`` is sb3-contrib's, with these changes: the batch comes with IS weights; each
     sample's quantile Huber critic loss (averaged over critics, quantiles and truncated target
     atoms) is weighted, while the actor and entropy-coefficient losses are not; and each step's
-    ``|TD|`` of the first critic's implied Q-value (plus, for the influence signal, each sample's
-    influence on a probe batch, in closed form at the first critic's quantile head) is fed back
-    to the replay. With all weights equal to 1 the update is exactly sb3-contrib's.
+    ``|TD|`` of the first critic's implied Q-value is fed back to the replay. With all weights equal
+    to 1 the update is exactly sb3-contrib's.
     """
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
@@ -49,22 +47,6 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
     def _td_abs(current: th.Tensor, target: th.Tensor) -> th.Tensor:
         return quantile_td_abs(current, target.squeeze(1))
 
-    def _critic_output_grad(self, first_quantiles: th.Tensor, target_quantiles: th.Tensor) -> th.Tensor:
-        """
-        ``(B, K)`` gradient of each sample's own critic loss w.r.t. the first critic's quantile head.
-
-        The per-sample loss is the mean over ``n_critics × K × N'`` of ``ρ_τk(T_j - θ_ck)``; only
-        the first critic's terms depend on its head.
-        """
-        target = target_quantiles.squeeze(1)
-        scale = self.critic.n_critics * first_quantiles.shape[-1] * target.shape[-1]
-        return quantile_huber_output_grad(first_quantiles, target) / scale
-
-    def _probe_gradients(self, probe: Samples, probe_target: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        with capture_input(last_linear(self.critic.q_networks[0])) as penultimate:
-            first_quantiles = self.critic(probe.observations, probe.actions)[:, 0]
-        return self._critic_output_grad(first_quantiles, probe_target), penultimate.get()
-
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
         self.policy.set_training_mode(True)
         optimizers = [self.actor.optimizer, self.critic.optimizer]
@@ -72,7 +54,6 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
             optimizers += [self.ent_coef_optimizer]
         self._update_learning_rate(optimizers)
         self._begin_weighted_train()
-        first_critic_head = last_linear(self.critic.q_networks[0])
 
         ent_coef_losses, ent_coefs = [], []
         actor_losses, critic_losses = [], []
@@ -95,20 +76,12 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
 
             target_quantiles = self._td_target(replay_data, ent_coef)
 
-            measure = self._measures_influence()
-            with capture_input(first_critic_head, enabled=measure) as penultimate:
-                current_quantiles = self.critic(replay_data.observations, replay_data.actions)
+            current_quantiles = self.critic(replay_data.observations, replay_data.actions)
             # The IS weights reach the critic loss only.
             critic_loss = weighted_quantile_huber_loss(
                 current_quantiles, target_quantiles, batch.weights, sum_over_quantiles=False
             )
             critic_losses.append(critic_loss.item())
-
-            first_quantiles = current_quantiles[:, 0].detach()
-            influence = None
-            if measure:  # measured at the parameters the step starts from
-                out_grad = self._critic_output_grad(first_quantiles, target_quantiles)
-                influence = self._influence(out_grad, penultimate.get())
 
             self.critic.optimizer.zero_grad()
             critic_loss.backward()
@@ -126,8 +99,7 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
                 polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
                 polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
 
-            td_abs = quantile_td_abs(first_quantiles, target_quantiles.squeeze(1)).cpu().numpy()
-            self._replay_feedback(batch, td_abs, influence)
+            self._replay_feedback(batch, current_quantiles[:, 0], target_quantiles)
 
         self._n_updates += gradient_steps
 

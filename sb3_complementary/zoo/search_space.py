@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sb3_complementary.common.importance import IMPORTANCES
-
 if TYPE_CHECKING:  # optuna comes with the zoo extra; importing this module must not need it
     import optuna
 
@@ -44,23 +42,20 @@ def sample_replay_knobs(trial: optuna.Trial) -> dict[str, Any]:
 
 def sample_complementary_knobs(trial: optuna.Trial) -> dict[str, Any]:
     """
-    Knobs of a Complementary algorithm: the replay knobs plus the experience extractor's.
+    Knobs of a Complementary algorithm: the replay knobs plus two of the extractor's settings.
 
     :param trial: The Optuna trial.
-    :return: The replay knobs, ``extractor_lr_ratio`` (log, [0.03, 1]), ``refresh_interval``
-        (log, [250, 4000] env steps), ``coupling_coef`` (log, [1e-3, 1]) and ``contribution``
-        (every kind of replay score of the package that the class's default ``candidate_pool``
-        admits, the default density ratio included; ``fresh_td`` and ``laber`` need a pool, which
-        the actor-critic classes do not draw by default, so they are not sampled).
+    :return: The replay knobs and ``extractor_kwargs`` with ``lr_ratio`` (log, [0.03, 1]) and
+        ``refresh_interval`` (log, [250, 4000] env steps), suggested as ``extractor_lr_ratio`` and
+        ``extractor_refresh_interval`` (a stored trial's parameters are flat: nest these two back
+        into ``extractor_kwargs`` to rebuild the model).
     """
     return {
         **sample_replay_knobs(trial),
-        "extractor_lr_ratio": trial.suggest_float("extractor_lr_ratio", 0.03, 1.0, log=True),
-        "refresh_interval": trial.suggest_int("refresh_interval", 250, 4000, log=True),
-        "coupling_coef": trial.suggest_float("coupling_coef", 1e-3, 1.0, log=True),
-        "contribution": trial.suggest_categorical(
-            "contribution", [name for name, kind in IMPORTANCES.items() if not kind.needs_pool]
-        ),
+        "extractor_kwargs": {
+            "lr_ratio": trial.suggest_float("extractor_lr_ratio", 0.03, 1.0, log=True),
+            "refresh_interval": trial.suggest_int("extractor_refresh_interval", 250, 4000, log=True),
+        },
     }
 
 
