@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sb3_complementary.benchmark.matrix import load_matrix
+from sb3_complementary.benchmark.matrix_yaml import load_matrix
 from sb3_complementary.benchmark.runner import execute_plan, plan_runs
 from sb3_complementary.benchmark.store import read_run_file, run_path
 

@@ -4,7 +4,9 @@ protocol in ``docs/benchmarks/protocol.md``).
 
 The harness is split into one concept per module:
 
-- :mod:`.matrix`: the YAML matrix (contenders x suite entries x seeds) and its validation;
+- :mod:`.matrix`: the matrix (contenders x suite entries x seeds) as dataclasses, and its runs;
+- :mod:`.matrix_yaml`: reading the matrix from YAML and validating it;
+- :mod:`.seeds`: seed sets such as ``"0-9"`` or ``"0-4,7"``;
 - :mod:`.hyperparams`: rl-zoo3 tuned DQN hyperparameters, read and parsed without ``eval``;
 - :mod:`.envs`: building an environment from a suite entry;
 - :mod:`.run`: one run (train, evaluate every 5% of the budget, time it, record it);
@@ -19,6 +21,7 @@ Nothing here imports the contenders themselves: they are imported lazily, inside
 process that executes a run of that contender.
 """
 
-from sb3_complementary.benchmark.matrix import Contender, Matrix, RunSpec, SuiteEntry, load_matrix
+from sb3_complementary.benchmark.matrix import Contender, Matrix, RunSpec, SuiteEntry
+from sb3_complementary.benchmark.matrix_yaml import load_matrix
 
 __all__ = ["Contender", "Matrix", "RunSpec", "SuiteEntry", "load_matrix"]

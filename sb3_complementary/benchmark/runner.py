@@ -38,8 +38,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from sb3_complementary.benchmark.matrix import Matrix, RunSpec, load_matrix, parse_seeds
+from sb3_complementary.benchmark.matrix import Matrix, RunSpec
+from sb3_complementary.benchmark.matrix_yaml import load_matrix
 from sb3_complementary.benchmark.normalize import ensure_random_scores
+from sb3_complementary.benchmark.seeds import parse_seeds
 from sb3_complementary.benchmark.store import RunState, needs_run, run_state, write_run_file
 
 #: Default output folder (relative to the current directory).
