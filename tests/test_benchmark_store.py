@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sb3_complementary.benchmark.matrix_yaml import parse_matrix
-from sb3_complementary.benchmark.runner import plan_runs
+from sb3_complementary.benchmark.plan import plan_runs
 from sb3_complementary.benchmark.store import (
     FORMAT_VERSION,
     RunFileVersionError,

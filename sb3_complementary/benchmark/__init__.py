@@ -13,7 +13,11 @@ The harness is split into one concept per module:
 - :mod:`.store`: one JSON file per run, written atomically, and the resume logic;
 - :mod:`.normalize`: reference scores and random-policy scores for normalisation;
 - :mod:`.metrics`: AUC and final score of a normalised learning curve;
-- :mod:`.runner`: the command line that runs the pending runs (local processes or Ray);
+- :mod:`.plan`: which runs of a matrix are done, failed or pending (seed-major);
+- :mod:`.backends`: where the runs execute (this process, local processes or Ray);
+- :mod:`.execute`: executing the pending runs on a backend and writing their files;
+- :mod:`.provenance`: the git commit and content hash of the code, stored in every run file;
+- :mod:`.runner`: the command line that runs the pending runs;
 - :mod:`.report`: the statistics (rliable) and the ``README.md`` + PNGs (a package: collecting the
   runs, statistics, plots, the page, the command line).
 
