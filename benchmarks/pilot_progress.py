@@ -144,7 +144,7 @@ def run_one(entry_name: str, seed: int, out: Path) -> str:
     th.set_num_threads(1)
     from sb3_complementary.benchmark.envs import make_env
     from sb3_complementary.benchmark.hyperparams import constructor_kwargs
-    from sb3_complementary.benchmark.matrix import load_matrix
+    from sb3_complementary.benchmark.matrix_yaml import load_matrix
 
     path = out / f"{entry_name}__seed{seed}.npz"
     if path.exists():

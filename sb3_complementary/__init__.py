@@ -1,7 +1,5 @@
 """sb3-complementary: learned, co-evolving replay (Complementary RL) and prioritized replay for Stable-Baselines3."""
 
-from typing import TYPE_CHECKING, Any
-
 from sb3_complementary.common.buffers import (
     ComplementaryDictReplayBuffer,
     ComplementaryNStepReplayBuffer,
@@ -14,26 +12,13 @@ from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuf
 from sb3_complementary.crossq import ComplementaryCrossQ
 from sb3_complementary.ddpg import ComplementaryDDPG
 from sb3_complementary.dqn import ComplementaryDQN, PrioritizedDQN
-from sb3_complementary.multitask import MultiTaskEnv
+from sb3_complementary.multitask import MultiTaskEnv, evaluate_multitask
 from sb3_complementary.qrdqn import ComplementaryQRDQN, PrioritizedQRDQN
 from sb3_complementary.sac import ComplementarySAC, PrioritizedSAC
 from sb3_complementary.td3 import ComplementaryTD3, PrioritizedTD3
 from sb3_complementary.tqc import ComplementaryTQC
 
-if TYPE_CHECKING:
-    from sb3_complementary.multitask.evaluate import evaluate_multitask
-
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> Any:
-    # Imported on first use: loading the evaluate module here would make
-    # ``python -m sb3_complementary.multitask.evaluate`` run it twice (runpy warns about that).
-    if name == "evaluate_multitask":
-        from sb3_complementary.multitask.evaluate import evaluate_multitask
-
-        return evaluate_multitask
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

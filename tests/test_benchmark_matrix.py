@@ -15,8 +15,9 @@ from sb3_complementary.benchmark.hyperparams import (
     parse_kwargs_string,
     zoo_hyperparams,
 )
-from sb3_complementary.benchmark.matrix import default_matrix_path, load_matrix, parse_matrix, parse_seeds
+from sb3_complementary.benchmark.matrix_yaml import default_matrix_path, load_matrix, parse_matrix
 from sb3_complementary.benchmark.normalize import bit_flipping_optimal_return
+from sb3_complementary.benchmark.seeds import parse_seeds
 from sb3_complementary.common.contribution import SIGNALS
 
 

@@ -14,7 +14,7 @@ import torch
 import yaml
 from stable_baselines3 import DQN
 
-from sb3_complementary.benchmark import runner
+from sb3_complementary.benchmark import backends, runner
 from sb3_complementary.benchmark.store import read_run_file, run_path
 
 TINY_HYPERPARAMS = {
@@ -257,4 +257,4 @@ def test_missing_ray_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` raise ImportError
     with pytest.raises(RuntimeError, match=r"pip install 'sb3-complementary\[distributed\]'"):
-        runner._import_ray()
+        backends.import_ray()

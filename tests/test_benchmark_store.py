@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from sb3_complementary.benchmark.matrix import parse_matrix
-from sb3_complementary.benchmark.runner import plan_runs
+from sb3_complementary.benchmark.matrix_yaml import parse_matrix
+from sb3_complementary.benchmark.plan import plan_runs
 from sb3_complementary.benchmark.store import (
     FORMAT_VERSION,
     RunFileVersionError,

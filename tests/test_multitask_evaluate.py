@@ -10,8 +10,8 @@ from scipy.stats import trim_mean
 from stable_baselines3 import DQN
 
 from sb3_complementary import ComplementaryDQN, MultiTaskEnv, evaluate_multitask
-from sb3_complementary.multitask import get_family
-from sb3_complementary.multitask.evaluate import MultiTaskEvaluation, main
+from sb3_complementary.multitask import MultiTaskEvaluation, get_family
+from sb3_complementary.multitask.evaluate import main
 from sb3_complementary.zoo.cli import main as console_main
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR
 

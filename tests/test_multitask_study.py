@@ -9,14 +9,8 @@ import pytest
 from gymnasium import spaces
 
 from sb3_complementary.benchmark.hyperparams import Hyperparams, zoo_hyperparams
-from sb3_complementary.benchmark.matrix import (
-    Contender,
-    EvalSettings,
-    RunSpec,
-    SuiteEntry,
-    default_matrix_path,
-    load_matrix,
-)
+from sb3_complementary.benchmark.matrix import Contender, EvalSettings, RunSpec, SuiteEntry
+from sb3_complementary.benchmark.matrix_yaml import default_matrix_path, load_matrix
 from sb3_complementary.benchmark.normalize import ReferenceScore
 from sb3_complementary.benchmark.run import execute_run
 from sb3_complementary.benchmark.store import write_run_file

@@ -4,9 +4,9 @@ at reset by a schedule, ``info["task_id"]`` feeds the replay's task feature) and
 evaluation (``evaluate_multitask``). See docs/multitask.md.
 """
 
-from typing import TYPE_CHECKING, Any
-
+from sb3_complementary.multitask.evaluation import evaluate_multitask
 from sb3_complementary.multitask.multitask_env import SCHEDULES, MultiTaskEnv
+from sb3_complementary.multitask.scores import MultiTaskEvaluation, TaskScore
 from sb3_complementary.multitask.variants import (
     ParamSpec,
     TaskFamily,
@@ -16,20 +16,8 @@ from sb3_complementary.multitask.variants import (
     register_family,
 )
 
-if TYPE_CHECKING:
-    from sb3_complementary.multitask.evaluate import MultiTaskEvaluation, TaskScore, evaluate_multitask
-
-#: Names served from the evaluate module on first use: importing it here would make
-#: ``python -m sb3_complementary.multitask.evaluate`` load it twice (runpy warns about that).
-_FROM_EVALUATE = ("MultiTaskEvaluation", "TaskScore", "evaluate_multitask")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_EVALUATE:
-        from sb3_complementary.multitask import evaluate
-
-        return getattr(evaluate, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The command line, ``python -m sb3_complementary.multitask.evaluate``, is not imported here: runpy
+# warns when the module it runs was already imported with its package.
 
 
 __all__ = [

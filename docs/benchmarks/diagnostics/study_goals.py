@@ -15,7 +15,6 @@ from pathlib import Path
 
 from screen_gates import emit
 
-from sb3_complementary.benchmark.matrix import parse_seeds
 from sb3_complementary.benchmark.report import (
     PROTOCOL_SUITES,
     collect,
@@ -23,6 +22,7 @@ from sb3_complementary.benchmark.report import (
     suite_comparisons,
     suite_goal_tables,
 )
+from sb3_complementary.benchmark.seeds import parse_seeds
 
 
 def main() -> None:

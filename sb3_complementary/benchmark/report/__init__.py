@@ -32,7 +32,9 @@ One concept per module:
 - :mod:`.statistics`: the rliable calls, IQM ratios and wall-clock ratios (:func:`compute_statistics`);
 - :mod:`.plots`: the PNGs (:func:`draw_figures`);
 - :mod:`.goals`: the protocol's goals suite by suite (:func:`suite_comparisons`);
-- :mod:`.render`: the Markdown page, one function per section and per table (:func:`render_page`);
+- :mod:`.page`: the Markdown page, joined from its sections (:func:`render_page`);
+- :mod:`.sections`: one module per section of the page, one function per section and per table;
+- :mod:`.markdown`: the Markdown blocks and tables the sections are made of;
 - :mod:`.cli`: :func:`build_report`, which runs the steps above, and the command line (:func:`main`).
 """
 
@@ -52,6 +54,7 @@ from sb3_complementary.benchmark.report.goals import (
     parse_suites,
     suite_comparisons,
 )
+from sb3_complementary.benchmark.report.page import FULL_SEEDS, render_page
 from sb3_complementary.benchmark.report.plots import (
     draw_figures,
     plot_aggregate_curve,
@@ -60,12 +63,10 @@ from sb3_complementary.benchmark.report.plots import (
     plot_performance_profiles,
     plot_probability_of_improvement,
 )
-from sb3_complementary.benchmark.report.render import (
-    FULL_SEEDS,
+from sb3_complementary.benchmark.report.sections.goal_check import (
     GOAL_CPU_RATIO,
     GOAL_IQM_RATIO,
     GOAL_WALLCLOCK_RATIO,
-    render_page,
     suite_goal_tables,
 )
 from sb3_complementary.benchmark.report.statistics import (

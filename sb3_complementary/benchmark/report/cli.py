@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sb3_complementary.benchmark.report.collect import collect
 from sb3_complementary.benchmark.report.goals import PROTOCOL_SUITES, parse_suites, suite_comparisons
+from sb3_complementary.benchmark.report.page import FULL_SEEDS, render_page
 from sb3_complementary.benchmark.report.plots import draw_figures
-from sb3_complementary.benchmark.report.render import FULL_SEEDS, render_page
 from sb3_complementary.benchmark.report.statistics import compute_statistics
 
 #: How the page tells its reader to regenerate it.
