@@ -1,9 +1,14 @@
 """The learned selection strength: Exp3.S over strengths, credited by the return change after each window."""
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 
 from sb3_complementary.common.selection_strength import SelectionStrengthBandit, WindowedReturnCredit
+
+if TYPE_CHECKING:
+    from sb3_complementary import ComplementaryDQN
 
 
 def _play(bandit: SelectionStrengthBandit, best: int, rounds: int, rng: np.random.Generator) -> np.ndarray:
@@ -109,3 +114,75 @@ def test_window_credit_goes_to_the_window_that_trained_the_next_one() -> None:
 def test_window_rejects_a_bad_length() -> None:
     with pytest.raises(ValueError, match="window"):
         WindowedReturnCredit(SelectionStrengthBandit(), window=0)
+
+
+def _auto_dqn(**kwargs: object) -> "ComplementaryDQN":
+    from sb3_complementary import ComplementaryDQN
+
+    settings = {"strength_window": 300, "train_freq": 200, "refresh_interval": 200}
+    return ComplementaryDQN(
+        "MlpPolicy",
+        "CartPole-v1",
+        seed=0,
+        learning_starts=200,
+        buffer_size=5000,
+        alpha="auto",
+        extractor_kwargs=settings,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_auto_sets_the_draws_strength_per_window_and_credits_the_returns() -> None:
+    model = _auto_dqn()
+    credit = model.strength_credit
+    assert credit is not None and model.learned_strength
+    assert model.replay_buffer.alpha == credit.strength  # the first window's, before any step
+    seen: list[float] = []
+    original = model.set_alpha
+    model.set_alpha = lambda alpha: (seen.append(alpha), original(alpha))[1]  # type: ignore[method-assign]
+    model.learn(3000)
+    assert len(credit.arms) >= 3000 // 300 - 1  # a window closes at the first rollout end past its length
+    assert seen == [credit.bandit.strengths[arm] for arm in credit.arms[1:]]
+    assert model.replay_buffer.alpha == model.alpha == credit.strength
+    assert len(credit.bandit.raw_rewards) > 0  # episodes ended in consecutive windows: credit was given
+    assert not np.allclose(credit.bandit.probabilities(), 1 / 3)
+
+
+def test_auto_survives_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from sb3_complementary import ComplementaryDQN
+
+    model = _auto_dqn()
+    model.learn(1500)
+    model.save(tmp_path / "auto.zip")
+    loaded = ComplementaryDQN.load(tmp_path / "auto.zip", env=model.get_env())
+    assert loaded.learned_strength and loaded.strength_credit is not None
+    assert loaded.strength_credit.arms == model.strength_credit.arms  # type: ignore[union-attr]
+    np.testing.assert_array_equal(loaded.strength_credit.bandit.log_weights, model.strength_credit.bandit.log_weights)  # type: ignore[union-attr]
+    assert loaded.alpha == model.alpha
+    loaded.learn(600, reset_num_timesteps=False)
+    assert len(loaded.strength_credit.arms) > len(model.strength_credit.arms)  # type: ignore[union-attr]
+
+
+def test_the_default_has_no_learned_strength() -> None:
+    from sb3_complementary import ComplementaryDQN
+
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0)
+    assert model.strength_credit is None and not model.learned_strength and model.alpha == 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"alpha": "learned"}, "alpha"),
+        ({"extractor_kwargs": {"strength_window": 100}}, "only take effect with alpha='auto'"),
+        ({"alpha": "auto", "extractor_kwargs": {"strength_window": 0}}, "strength_window"),
+        ({"alpha": "auto", "extractor_kwargs": {"strengths": (1.0,)}}, "strengths"),
+        ({"alpha": "auto", "extractor_kwargs": {"strength_share": 1.0}}, "strength_share"),
+        ({"alpha": "auto", "extractor_kwargs": {"strength_exploration": 0.0}}, "strength_exploration"),
+    ],
+)
+def test_bad_strength_settings_are_named(kwargs: dict, match: str) -> None:
+    from sb3_complementary import ComplementaryDQN
+
+    with pytest.raises(ValueError, match=match):
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", **kwargs)

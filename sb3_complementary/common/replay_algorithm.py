@@ -186,7 +186,9 @@ class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
         LAP's floor; no extractor is fitted) or ``"laber"`` (the same selection with LaBER's own IS
         weights ``mean(p) / p_i``). Both ``|TD|`` kinds need ``candidate_pool >= 1``.
     :param alpha: Priority exponent, >= 0 (0: uniform draws, the control). The buffer reads it at
-        every draw; change it during training with :meth:`set_alpha`.
+        every draw; change it during training with :meth:`set_alpha`. ``"auto"``: learned, a bandit
+        chooses it per window of training from the return change that follows each window
+        (:mod:`~sb3_complementary.common.selection_strength`; a candidate under screen).
     :param epsilon: Added to the scores, >= 0.
     :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1]: the guard against
         feedback loops.
@@ -269,9 +271,22 @@ class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
             self._run_schedule()
         return rollout
 
+    def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:
+        super()._update_info_buffer(infos, dones)
+        if self.strength_credit is not None:  # alpha="auto": the return credit's episodes
+            for info in infos:
+                if "episode" in info:
+                    self.strength_credit.record_episode(info["episode"]["r"])
+
     def _run_schedule(self) -> None:
-        """Fit every ``train_freq`` env steps and re-score every ``refresh_interval`` env steps."""
+        """
+        Fit every ``train_freq`` env steps and re-score every ``refresh_interval`` env steps; with
+        ``alpha="auto"``, set the strength of the next window once one closes.
+        """
         steps = self.num_timesteps
+        if self.strength_credit is not None and self.strength_credit.step(steps):
+            self.set_alpha(self.strength_credit.strength)
+            self.logger.record("complementary/strength", self.alpha)
         if steps - self.last_fit_step >= self.extractor_settings["train_freq"]:
             self.last_fit_step = steps
             self.fit_extractor()

@@ -25,6 +25,7 @@ from sb3_complementary.common.extractor_settings import MIN_FAST_MEMORY, extract
 from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer
 from sb3_complementary.common.migration import check_contribution, check_old_knobs, migrate_saved
 from sb3_complementary.common.persistence import ReplayPersistenceMixin
+from sb3_complementary.common.selection_strength import SelectionStrengthBandit, WindowedReturnCredit
 from sb3_complementary.common.signature import combined_signature
 from sb3_complementary.common.validation import check_choice, check_range, check_replay_knobs
 
@@ -200,7 +201,7 @@ class ComplementarySetupMixin(ReplaySetupMixin):
         self,
         *args: Any,
         contribution: str = "density_ratio",
-        alpha: float = 1.0,
+        alpha: float | str = 1.0,
         epsilon: float = 1e-3,
         uniform_fraction: float = 0.25,
         score_floor: float = 0.01,
@@ -221,10 +222,16 @@ class ComplementarySetupMixin(ReplaySetupMixin):
             raise ValueError(
                 f"contribution={contribution!r} measures |TD| on a candidate pool: set candidate_pool >= 1"
             )
+        if isinstance(alpha, str) and alpha != "auto":
+            raise ValueError(f"alpha must be a number >= 0 or 'auto' (learned), got {alpha!r}")
         self.contribution = contribution
         self.candidate_pool = int(candidate_pool)
         self.extractor_kwargs = extractor_kwargs
-        settings = extractor_settings(extractor_kwargs, self.buffer_size)  # checked once, here
+        #: Whether the selection strength is learned (``alpha="auto"``): see ``strength_credit``.
+        self.learned_strength = alpha == "auto"
+        #: The bandit and its windows with ``alpha="auto"`` (None otherwise), saved with the model.
+        self.strength_credit: WindowedReturnCredit | None = None
+        settings = extractor_settings(extractor_kwargs, self.buffer_size, self.learned_strength)  # checked once
         if contribution == "density_ratio" and settings["fast_memory"] > self.buffer_size // 2:
             warnings.warn(
                 f"buffer_size={self.buffer_size} is below twice the smallest fast memory ({MIN_FAST_MEMORY}): "
@@ -232,7 +239,7 @@ class ComplementarySetupMixin(ReplaySetupMixin):
                 f"selects; use buffer_size >= {2 * MIN_FAST_MEMORY}",
                 stacklevel=2,
             )
-        self._init_replay_knobs(alpha, epsilon, uniform_fraction, score_floor)
+        self._init_replay_knobs(1.0 if self.learned_strength else alpha, epsilon, uniform_fraction, score_floor)  # type: ignore[arg-type]
         #: Held-out ROC AUC of the classifier at its last fit (NaN before the first).
         self.extractor_auc = float("nan")
         #: ``num_timesteps`` of the last fit and re-score: the extractor's schedule, saved with the model.
@@ -245,7 +252,19 @@ class ComplementarySetupMixin(ReplaySetupMixin):
 
     def _setup_model(self) -> None:
         self._migrate_saved()  # an old save's extractor settings move into extractor_kwargs
-        self.extractor_settings = extractor_settings(self.extractor_kwargs, self.buffer_size)
+        self.extractor_settings = settings = extractor_settings(
+            self.extractor_kwargs, self.buffer_size, self.learned_strength
+        )
+        if self.learned_strength and self.strength_credit is None:  # a loaded model keeps its own
+            bandit = SelectionStrengthBandit(
+                settings["strengths"],
+                settings["strength_step_size"],
+                settings["strength_exploration"],
+                settings["strength_share"],
+            )
+            seed = np.random.SeedSequence(self.seed, spawn_key=(2,))  # never the training draws' generator
+            self.strength_credit = WindowedReturnCredit(bandit, settings["strength_window"], seed)
+            self.alpha = self.strength_credit.strength  # the buffer is built with the first window's
         super()._setup_model()
         self.extractor = self._build_extractor()
         # The held-out AUC is a query: it draws from its own generator, so that asking for it never

@@ -119,7 +119,9 @@ class WindowedReturnCredit:
     :param seed: Seed of its own generator (the choice never draws from the training RNG).
     """
 
-    def __init__(self, bandit: SelectionStrengthBandit, window: int, seed: int | None = None) -> None:
+    def __init__(
+        self, bandit: SelectionStrengthBandit, window: int, seed: int | np.random.SeedSequence | None = None
+    ) -> None:
         if window < 1:
             raise ValueError(f"window: >= 1 env step, got {window!r}")
         self.bandit = bandit
