@@ -461,7 +461,9 @@ def test_ratio_inputs_of_a_flat_observation_and_of_an_image():
     obs_dim, n_actions = OBS.shape[0], ACT.n
     assert inputs.shape == (4, 2 * obs_dim + n_actions + 2) == (4, flat.ratio_input_dim)
     np.testing.assert_array_equal(inputs[:, :obs_dim], flat.observations[:4, 0])
-    np.testing.assert_array_equal(inputs[:, obs_dim : 2 * obs_dim], flat.next_observations[:4, 0] - flat.observations[:4, 0])
+    np.testing.assert_array_equal(
+        inputs[:, obs_dim : 2 * obs_dim], flat.next_observations[:4, 0] - flat.observations[:4, 0]
+    )
     np.testing.assert_array_equal(inputs[:, 2 * obs_dim + n_actions], flat.rewards[:4, 0])
     image = ComplementaryReplayBuffer(10, spaces.Box(0, 255, (8, 8, 1), np.uint8), ACT, device="cpu")
     assert image.ratio_input_dim == n_actions + 2

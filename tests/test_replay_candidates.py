@@ -1,4 +1,4 @@
-"""The non-learned replay candidate: LaBER-style fresh |TD| on a candidate pool (LaBER itself: test_draw_time_selection)."""
+"""The non-learned replay candidate: LaBER-style fresh |TD| on a pool (LaBER itself: test_draw_time_selection)."""
 
 import gymnasium as gym
 import numpy as np
