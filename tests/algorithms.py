@@ -23,7 +23,7 @@ from sb3_complementary import (
     PrioritizedTD3,
     WeightedSamples,
 )
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import TINY_DQN, tiny_extractor
 
 #: Small actor-critic settings: 200 gradient steps in a 300-step learn.
 TINY_AC: dict[str, Any] = {
@@ -51,11 +51,11 @@ class Spec:
         return self.cls.__name__.startswith("Complementary")
 
     def model_kwargs(self, **overrides: Any) -> dict[str, Any]:
-        """Fresh settings: the class's defaults with a tiny extractor schedule.
+        """Fresh settings: the class's defaults with a tiny extractor schedule (it fits within :data:`STEPS`).
 
         SB3 writes into the ``policy_kwargs`` dict it is given, so never share one.
         """
-        extra = dict(TINY_EXTRACTOR) if self.complementary else {}
+        extra = tiny_extractor(fast_memory=100) if self.complementary else {}
         return copy.deepcopy({**self.kwargs, **extra, **overrides})
 
     def parent_kwargs(self, **overrides: Any) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 The pilot that set attempt 6's screen knobs (docs/benchmarks/history.md, attempt 6). It trains
 ComplementaryDQN with ``contribution="density_ratio"`` (drawn from the sum tree, as attempt 6 ran it
-before the candidate pool existed: ``candidate_pool=0``; temperature 1.5, alpha 1) on CartPole-v1 with rl-zoo3's DQN hyperparameters, seed 0, and every 2,500 steps prints the
-classifier's held-out ROC AUC and, from the same logits, the ESS fraction of the replay
-distribution (25% uniform share, cap 10) that each temperature would give::
+before the candidate pool existed: ``candidate_pool=0``; temperature 1.5, alpha 1) on CartPole-v1
+with rl-zoo3's DQN hyperparameters, seed 0, and every 2,500 steps prints the classifier's held-out
+ROC AUC and, from the same logits, the ESS fraction of the replay distribution (25% uniform share,
+cap 10) that each temperature would give::
 
     python docs/benchmarks/diagnostics/ratio_temperature.py --gradient-steps 16 --steps 25000
     python docs/benchmarks/diagnostics/ratio_temperature.py --gradient-steps 64 --steps 25000
