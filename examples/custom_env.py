@@ -101,7 +101,7 @@ def main() -> None:
         contribution="density_ratio",
         candidate_pool=4,
         uniform_fraction=0.25,
-        extractor_train_freq=500,
+        extractor_kwargs={"train_freq": 500},
         seed=args.seed,
         verbose=0,
     )

@@ -23,8 +23,7 @@ from sb3_complementary import (
     PrioritizedTD3,
     WeightedSamples,
 )
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import TINY_DQN, tiny_extractor
 
 #: Small actor-critic settings: 200 gradient steps in a 300-step learn.
 TINY_AC: dict[str, Any] = {
@@ -49,14 +48,14 @@ class Spec:
 
     @property
     def complementary(self) -> bool:
-        return issubclass(self.cls, ComplementaryMixin)
+        return self.cls.__name__.startswith("Complementary")
 
     def model_kwargs(self, **overrides: Any) -> dict[str, Any]:
-        """Fresh settings: the class's defaults with a tiny extractor schedule.
+        """Fresh settings: the class's defaults with a tiny extractor schedule (it fits within :data:`STEPS`).
 
         SB3 writes into the ``policy_kwargs`` dict it is given, so never share one.
         """
-        extra = dict(TINY_EXTRACTOR) if self.complementary else {}
+        extra = tiny_extractor(fast_memory=100) if self.complementary else {}
         return copy.deepcopy({**self.kwargs, **extra, **overrides})
 
     def parent_kwargs(self, **overrides: Any) -> dict[str, Any]:
@@ -120,59 +119,6 @@ def fixed_batch(model: Any, weights: np.ndarray, indices: np.ndarray | None = No
     return sample_weighted
 
 
-# --------------------------------------------------------------------------- the parents' own critic losses
-
-
-def _first_quantiles(model: Any, samples: Any) -> th.Tensor:
-    quantiles = model.quantile_net(samples.observations)
-    index = samples.actions[..., None].long().expand(len(samples.actions), model.n_quantiles, 1)
-    return th.gather(quantiles, dim=2, index=index).squeeze(dim=2)
-
-
-def parent_critic_loss(model: Any, samples: Any, target: th.Tensor) -> th.Tensor:
-    """The batch critic loss exactly as the uniform parent writes it (the mean of the per-sample losses)."""
-    from sb3_contrib.common.utils import quantile_huber_loss
-    from torch.nn import functional as F
-
-    if isinstance(model, QRDQN):
-        return quantile_huber_loss(_first_quantiles(model, samples), target, sum_over_quantiles=True)
-    if isinstance(model, TQC):
-        current = model.critic(samples.observations, samples.actions)
-        return quantile_huber_loss(current, target, sum_over_quantiles=False)
-    q_values = model.critic(samples.observations, samples.actions)
-    loss = sum(F.mse_loss(q, target) for q in q_values)
-    return loss if isinstance(model, TD3) else 0.5 * loss  # SAC and CrossQ halve it; TD3 and DDPG do not
-
-
-def head_of(model: Any) -> th.nn.Linear:
-    """The last linear layer the contribution is measured at: first critic's, or QR-DQN's quantile head."""
-    from sb3_complementary.common.last_layer import last_linear
-
-    return last_linear(model.quantile_net.quantile_net if isinstance(model, QRDQN) else model.critic.q_networks[0])
-
-
-def brute_force_influence(model: Any, batch: Any, target: th.Tensor, probe: Any, probe_target: th.Tensor) -> th.Tensor:
-    """``c_i = ∇_head ℓ_i · ∇_head L_probe`` by autograd through the parent's loss, one sample at a time (eval mode)."""
-    head = head_of(model)
-
-    def head_grad(loss: th.Tensor) -> th.Tensor:
-        grad_w, grad_b = th.autograd.grad(loss, [head.weight, head.bias])
-        return th.cat([grad_w.reshape(-1), grad_b.reshape(-1)])
-
-    def row(samples: Any, i: int) -> Any:
-        return type(samples)(*(None if v is None else v[i : i + 1] for v in samples))
-
-    model.policy.set_training_mode(False)
-    with th.enable_grad():
-        probe_grad = head_grad(parent_critic_loss(model, probe, probe_target))
-        return th.stack(
-            [
-                head_grad(parent_critic_loss(model, row(batch, i), target[i : i + 1])) @ probe_grad
-                for i in range(len(target))
-            ]
-        )
-
-
 # --------------------------------------------------------------------------- one train() call on a fixed batch
 
 
@@ -185,7 +131,9 @@ def train_with_weights(name: str, weights: np.ndarray, monkeypatch: Any, gradien
     """
     model = build(name, seed=0, learning_starts=10_000)
     model.learn(150)  # collect only
-    monkeypatch.setattr(model.replay_buffer, "sample_weighted", fixed_batch(model, np.asarray(weights)))
+    # The model's draw (the sum tree or the candidate pool, whichever the class's defaults use) returns the fixed batch.
+    draw = fixed_batch(model, np.asarray(weights))
+    monkeypatch.setattr(model, "_draw_batch", lambda batch_size: draw(batch_size, model._vec_normalize_env))
     critic_grads, actor_grads = [], []
 
     def grads(module):

@@ -35,6 +35,12 @@ TINY_EXTRACTOR: dict[str, Any] = {
     }
 }
 
+
+def tiny_extractor(**keys: Any) -> dict[str, Any]:
+    """:data:`TINY_EXTRACTOR` with some of its ``extractor_kwargs`` keys changed or added (a fresh dict)."""
+    return {"extractor_kwargs": {**TINY_EXTRACTOR["extractor_kwargs"], **keys}}
+
+
 #: The sum-tree path: draws by the scores of the last re-score, no candidate pool.
 TREE_REPLAY: dict[str, Any] = {"alpha": 0.6, "candidate_pool": 0}
 

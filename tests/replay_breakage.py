@@ -37,7 +37,6 @@ def replay_one_transition(monkeypatch: pytest.MonkeyPatch) -> list[int]:
                 weights=batch.weights[rows],
                 raw_weights=batch.raw_weights[rows],
                 control=batch.control[rows],
-                fresh_scores=None if batch.fresh_scores is None else batch.fresh_scores[rows],
             )
         calls[0] += 1
         return frozen[id(self)], rates

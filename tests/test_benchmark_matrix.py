@@ -18,7 +18,6 @@ from sb3_complementary.benchmark.hyperparams import (
 from sb3_complementary.benchmark.matrix_yaml import default_matrix_path, load_matrix, parse_matrix
 from sb3_complementary.benchmark.normalize import bit_flipping_optimal_return
 from sb3_complementary.benchmark.seeds import parse_seeds
-from sb3_complementary.common.contribution import SIGNALS
 
 
 def minimal(**overrides: Any) -> dict[str, Any]:
@@ -34,12 +33,9 @@ def minimal(**overrides: Any) -> dict[str, Any]:
 def test_default_matrix_matches_protocol() -> None:
     matrix = load_matrix()
     names = [c.name for c in matrix.contenders]
-    assert names[:3] == ["dqn", "per", "complementary"]
-    # Every contribution signal other than the study's default one (td, pinned in `complementary`)
-    # is an ablation (docs/benchmarks/protocol.md).
-    assert matrix.contenders[2].kwargs["contribution"] == "td"
-    signals = {f"complementary-{s}" for s in SIGNALS if s != "td"}
-    assert signals | {"complementary-nomix", "complementary-evict-lowest"} <= set(names)
+    # Every ComplementaryDQN contender of this study ran a label signal or lowest-score eviction,
+    # removed in the redesign (commit 8cac570 is the last to have them): the baselines remain.
+    assert names == ["dqn", "per"]
     budgets = {e.name: e.budget for e in matrix.suite}
     assert budgets["CartPole-v1"] == 50_000
     assert budgets["MountainCar-v0"] == 120_000
@@ -47,12 +43,9 @@ def test_default_matrix_matches_protocol() -> None:
     assert matrix.seeds == tuple(range(10))
     assert matrix.evaluation.fraction == 0.05 and matrix.evaluation.episodes == 10
     assert len(matrix.evaluation.timesteps(50_000)) == 20
-    # Contenders get no shared hyperparameter through their kwargs.
     by_name = {c.name: c for c in matrix.contenders}
-    pinned = by_name["complementary"].kwargs  # the defaults this study ran (td), pinned in the YAML
-    assert by_name["complementary-influence"].kwargs == {**pinned, "contribution": "influence"}
-    assert by_name["complementary-nomix"].kwargs == {**pinned, "uniform_fraction": 0.0}
     assert by_name["dqn"].algo == "stable_baselines3:DQN"
+    assert by_name["per"].algo == "sb3_complementary:PrioritizedDQN"
     # The sparse task: reference score is the closed-form optimum.
     sparse = {e.name: e for e in matrix.suite}["BitFlipping-10"]
     assert sparse.reference.score == pytest.approx(bit_flipping_optimal_return(10))
@@ -67,11 +60,8 @@ def test_smoke_matrix_loads() -> None:
 
 def test_sac_matrix_reads_zoo_sac_entries() -> None:
     matrix = load_matrix(default_matrix_path("sac.yml"))
-    assert [c.algo for c in matrix.contenders] == [
-        "stable_baselines3:SAC",
-        "sb3_complementary:PrioritizedSAC",
-        "sb3_complementary:ComplementarySAC",
-    ]
+    # Its ComplementarySAC contender ran the influence signal, removed after 8cac570.
+    assert [c.algo for c in matrix.contenders] == ["stable_baselines3:SAC", "sb3_complementary:PrioritizedSAC"]
     entries = {e.name: e for e in matrix.suite}
     pendulum, lander = entries["Pendulum-v1"], entries["LunarLanderContinuous-v3"]
     assert pendulum.hyperparams.source.endswith("hyperparams/sac.yml [Pendulum-v1]")
@@ -313,3 +303,40 @@ def test_gymnasium_module_env_id_form() -> None:
     assert parse_matrix(minimal(suite=[entry])).suite[0].env_id == "gymnasium.envs.classic_control:CartPole-v1"
     with pytest.raises(ValueError, match=r"unknown environment 'gymnasium\.envs\.classic_control:NoSuch-v0'"):
         parse_matrix(minimal(suite=[{**entry, "env": "gymnasium.envs.classic_control:NoSuch-v0"}]))
+
+
+MATRICES = sorted(path.name for path in default_matrix_path("default.yml").parent.glob("*.yml"))
+
+
+@pytest.mark.parametrize("name", MATRICES)
+def test_every_contender_of_a_committed_matrix_builds(name: str) -> None:
+    """
+    Each contender's kwargs are knobs its class takes now: a knob of a removed mechanism (or one
+    that moved into ``extractor_kwargs``) raises, so a stale matrix fails here, not hours into a run.
+    The model is built on its first suite entry's env with the entry's hyperparameters (without
+    allocating the buffer).
+    """
+    import importlib
+
+    matrix = load_matrix(default_matrix_path(name))
+    entry = matrix.suite[0]
+    for contender in matrix.contenders:
+        module, _, cls_name = contender.algo.partition(":")
+        cls = getattr(importlib.import_module(module), cls_name)
+        kwargs = {**constructor_kwargs(entry.hyperparams), **contender.kwargs}
+        env = make_env(entry.env_id, entry.env_kwargs, entry.wrappers)
+        model = cls(entry.hyperparams.policy, env, _init_setup_model=False, **kwargs)
+        for key in ("contribution", "alpha", "candidate_pool", "uniform_fraction", "score_floor"):
+            if key in contender.kwargs:
+                assert getattr(model, key) == contender.kwargs[key], (contender.name, key)
+        if "extractor_kwargs" in contender.kwargs:
+            assert model.extractor_kwargs == contender.kwargs["extractor_kwargs"], contender.name
+
+
+def test_a_contender_with_a_removed_knob_does_not_build() -> None:
+    """The check above can fail: a contender as the matrices wrote it at 8cac570 raises, naming the knob."""
+    from sb3_complementary import ComplementaryDQN
+
+    old = {"contribution": "density_ratio", "weighting": "sampling", "ratio_temperature": 1.5}
+    with pytest.raises(ValueError, match="weighting"):
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", _init_setup_model=False, **old)

@@ -167,9 +167,7 @@ def test_drift_entry_evaluates_the_task_being_trained_and_records_replay_diagnos
                 "algo": "complementary",
                 "kwargs": {
                     "contribution": "density_ratio",
-                    "fast_memory": 100,
-                    "extractor_train_freq": 100,
-                    "refresh_interval": 100,
+                    "extractor_kwargs": {"fast_memory": 100, "train_freq": 100, "refresh_interval": 100},
                 },
             }
         },

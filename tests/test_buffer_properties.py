@@ -26,10 +26,9 @@ class BufferMachine(RuleBasedStateMachine):
         uniform_fraction=st.floats(0.0, 1.0),
         epsilon=st.floats(1e-6, 1.0),
         initial_score=st.sampled_from(["max", "neutral"]),
-        eviction=st.sampled_from(["fifo", "lowest_score"]),
         seed=st.integers(0, 2**16),
     )
-    def build(self, n_envs, rows, alpha, uniform_fraction, epsilon, initial_score, eviction, seed):
+    def build(self, n_envs, rows, alpha, uniform_fraction, epsilon, initial_score, seed):
         self.buffer = ComplementaryReplayBuffer(
             rows * n_envs,
             OBS,
@@ -40,9 +39,7 @@ class BufferMachine(RuleBasedStateMachine):
             uniform_fraction=uniform_fraction,
             epsilon=epsilon,
             initial_score=initial_score,
-            eviction=eviction,
         )
-        self.buffer.seed_eviction(seed)
         self.rng = np.random.default_rng(seed)
         np.random.seed(seed)
         self.added = 0  # rows added in total
@@ -79,7 +76,8 @@ class BufferMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.buffer.size() > 0)
     @rule()
     def refresh(self):
-        self.buffer.refresh_scores(lambda x: self.rng.random(len(x)))
+        indices = self.buffer.valid_indices()  # what the model's re-score writes
+        self.buffer.set_all_scores(indices, self.rng.random(len(indices)))
 
     @rule()
     def save_and_load(self):

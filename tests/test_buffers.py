@@ -262,7 +262,8 @@ def test_optimize_memory_usage_never_samples_invalid_row(uniform_fraction):
 def test_optimize_memory_usage_refresh_keeps_invalid_row_out():
     buffer = make_buffer(20, n_envs=2, optimize_memory_usage=True, handle_timeout_termination=False)
     fill_buffer(buffer, 27)
-    indices = buffer.refresh_scores(lambda x: np.full(len(x), 0.9))
+    indices = buffer.valid_indices()
+    buffer.set_all_scores(indices, np.full(len(indices), 0.9))
     invalid = buffer.pos * 2 + np.arange(2)
     assert not np.isin(invalid, indices).any()
     assert np.all(buffer.tree.leaves[invalid] == 0)
@@ -356,38 +357,21 @@ def test_negative_scores_are_clipped_to_floor_without_warning():
     assert np.all(buffer.tree.leaves >= 0)
 
 
-def test_refresh_with_non_finite_extractor_output_warns_and_uses_floor():
+def test_rescore_with_non_finite_scores_warns_and_uses_floor():
     buffer = make_buffer(20, score_floor=0.02)
     fill_buffer(buffer, 10)
-
-    def score_fn(features):
-        out = np.full(len(features), 0.7, dtype=np.float32)
-        out[::3] = np.nan
-        out[1] = -np.inf
-        return out
+    indices = buffer.valid_indices()
+    scores = np.full(len(indices), 0.7, dtype=np.float32)
+    scores[::3] = np.nan
+    scores[1] = -np.inf
 
     with pytest.warns(RuntimeWarning, match="non-finite"):
-        indices = buffer.refresh_scores(score_fn)
+        buffer.set_all_scores(indices, scores)
     np.testing.assert_array_equal(indices, np.arange(10))
     assert np.all(np.isfinite(buffer.tree.nodes)) and np.all(buffer.tree.nodes >= 0)
     assert np.all(buffer.scores[[0, 1, 3]] == pytest.approx(0.02))
     np.testing.assert_allclose(buffer.tree.leaves[:10], buffer.priority(buffer.scores[:10]))
     assert np.all(buffer.tree.leaves[10:] == 0)
-
-
-def test_refresh_scores_chunks_cover_everything():
-    buffer = make_buffer(64, n_envs=2)
-    fill_buffer(buffer, 40)  # wraps: 32 rows x 2 envs
-    calls = []
-
-    def score_fn(features):
-        calls.append(len(features))
-        return features[:, 0] * 0 + 0.3
-
-    indices = buffer.refresh_scores(score_fn, chunk_size=10)
-    assert sum(calls) == 64 and max(calls) == 10
-    np.testing.assert_array_equal(np.sort(indices), np.arange(64))
-    assert buffer.tree.total == pytest.approx(64 * buffer.priority(0.3))
 
 
 def test_new_transitions_get_the_initial_score():
@@ -452,7 +436,7 @@ def test_dict_variant_samples_dict_observations(n_steps):
         )
     else:
         assert batch.samples.discounts is not None
-    assert buffer.feature_matrix(batch.indices).shape == (8, buffer.n_features)
+    assert buffer.ratio_inputs(batch.indices).shape == (8, buffer.ratio_input_dim)
 
 
 def test_dict_variant_rejects_flat_space_and_optimize_memory():
@@ -469,61 +453,20 @@ def test_unsupported_action_space_in_features_names_the_space():
         ComplementaryReplayBuffer(10, OBS, spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), device="cpu")
 
 
-def test_include_observation_rejects_images_naming_the_space():
-    image = spaces.Box(0, 255, (8, 8, 1), np.uint8)
-    with pytest.raises(ValueError, match=r"Box\(0, 255, \(8, 8, 1\)"):
-        ComplementaryReplayBuffer(10, image, ACT, device="cpu", include_observation=True)
-    flat = ComplementaryReplayBuffer(10, OBS, ACT, device="cpu", include_observation=True)
+def test_ratio_inputs_of_a_flat_observation_and_of_an_image():
+    """Flat: observation, next - observation, one-hot action, reward, terminal; an image keeps the last three only."""
+    flat = ComplementaryReplayBuffer(10, OBS, ACT, device="cpu")
     fill_buffer(flat, 4)
-    matrix = flat.feature_matrix(np.arange(4))
-    assert matrix.shape == (4, flat.n_features) and flat.n_features == flat.features.n_columns + 3
-    np.testing.assert_array_equal(matrix[:, -3:], flat.observations[:4, 0])
-
-
-# --------------------------------------------------------------------------- lowest-score eviction
-
-
-def test_lowest_score_eviction_rescues_a_valuable_oldest_transition():
-    buffer = make_buffer(10, alpha=1.0, eviction="lowest_score", initial_score="neutral")
-    fill_buffer(buffer, 10, episode_lengths=(5,))  # full, every episode finished; row 0 is next to go
-    buffer.sample_weighted(1)
-    scores = np.ones(10, dtype=np.float32)
-    scores[0] = 5.0  # the oldest is the most valuable
-    scores[3] = 0.01  # clearly the least valuable
-    buffer.update_scores(np.arange(10), scores)
-    oldest = (buffer.observations[0, 0].copy(), buffer.rewards[0, 0], buffer.actions[0, 0].copy())
-    fill_buffer(buffer, 1, seed=1)
-    buffer.sample_weighted(1)
-    assert buffer.scores[0] == 0.5  # row 0 now holds the new transition
-    rescued = np.flatnonzero(buffer.scores == 5.0)
-    assert len(rescued) == 1, "the high-score oldest transition was dropped"
-    row, env = divmod(int(rescued[0]), 1)
-    np.testing.assert_array_equal(buffer.observations[row, env], oldest[0])
-    assert buffer.rewards[row, env] == oldest[1]
-    np.testing.assert_array_equal(buffer.actions[row, env], oldest[2])
-    assert buffer.features.insert_step[row, env] == 0  # its features moved with it
-    assert np.sum(buffer.scores == 1.0) == 8  # only one other transition gave way
-    np.testing.assert_allclose(buffer.tree.leaves, buffer.priority(buffer.scores), rtol=1e-6)
-    assert buffer.tree.total == pytest.approx(buffer.tree.leaves.sum())
-
-
-def test_lowest_score_eviction_drops_a_worthless_oldest_transition():
-    buffer = make_buffer(10, alpha=1.0, eviction="lowest_score")
-    fill_buffer(buffer, 10, episode_lengths=(5,))
-    buffer.sample_weighted(1)
-    scores = np.ones(10, dtype=np.float32)
-    scores[0] = 0.001
-    buffer.update_scores(np.arange(10), scores)
-    before = buffer.observations.copy()
-    fill_buffer(buffer, 1, seed=1)
-    np.testing.assert_array_equal(buffer.observations[1:], before[1:])  # plain FIFO: nothing else moved
-
-
-def test_lowest_score_eviction_rejects_n_step_and_memory_optimisation():
-    with pytest.raises(ValueError, match="eviction"):
-        make_buffer(10, eviction="lowest_score", n_steps=3)
-    with pytest.raises(ValueError, match="eviction"):
-        make_buffer(10, eviction="bogus")
+    inputs = flat.ratio_inputs(np.arange(4))
+    obs_dim, n_actions = OBS.shape[0], ACT.n
+    assert inputs.shape == (4, 2 * obs_dim + n_actions + 2) == (4, flat.ratio_input_dim)
+    np.testing.assert_array_equal(inputs[:, :obs_dim], flat.observations[:4, 0])
+    np.testing.assert_array_equal(
+        inputs[:, obs_dim : 2 * obs_dim], flat.next_observations[:4, 0] - flat.observations[:4, 0]
+    )
+    np.testing.assert_array_equal(inputs[:, 2 * obs_dim + n_actions], flat.rewards[:4, 0])
+    image = ComplementaryReplayBuffer(10, spaces.Box(0, 255, (8, 8, 1), np.uint8), ACT, device="cpu")
+    assert image.ratio_input_dim == n_actions + 2
 
 
 def test_memory_overhead_at_1m_transitions_matches_the_documented_figure():

@@ -10,16 +10,14 @@ from gymnasium import spaces
 
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, ExperienceExtractor
 from sb3_complementary.common import density_ratio
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR, tiny_extractor
 
 DENSITY: dict[str, Any] = {
     **TINY_DQN,
-    **TINY_EXTRACTOR,
+    **tiny_extractor(fast_memory=100),
     "contribution": "density_ratio",
     "candidate_pool": 0,  # the ratio alone: the screen's density-sampling
     "alpha": 1.0,
-    "initial_score": "neutral",
-    "fast_memory": 100,
 }
 
 
@@ -137,8 +135,11 @@ def test_non_finite_logits_get_the_uniform_weight_with_a_warning():
 
 
 # ------------------------------------------------------------------ the model
-def cartpole_model(**overrides: Any) -> ComplementaryDQN:
-    return ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), seed=0, **{**DENSITY, **overrides})
+def cartpole_model(extractor: dict[str, Any] | None = None, **overrides: Any) -> ComplementaryDQN:
+    """The ratio alone on CartPole; ``extractor`` changes keys of its ``extractor_kwargs``."""
+    kwargs = {**DENSITY, **overrides}
+    kwargs["extractor_kwargs"] = {**DENSITY["extractor_kwargs"], **(extractor or {})}
+    return ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), seed=0, **kwargs)
 
 
 def test_model_fits_rescores_and_reports_diagnostics():
@@ -159,14 +160,14 @@ def test_model_fits_rescores_and_reports_diagnostics():
 )
 def test_default_fast_memory_is_2000_or_a_fifth_of_a_smaller_buffer(buffer_size, expected):
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", buffer_size=buffer_size, device="cpu")
-    assert model.fast_memory == expected
+    assert model.extractor_settings["fast_memory"] == expected
 
 
 def test_a_buffer_too_small_for_the_classifier_says_so():
     """Below 32 transitions the fast memory cannot be held out and fitted: the default warns, it does not go silent."""
     with pytest.warns(UserWarning, match=r"buffer_size=20 is below twice the smallest fast memory \(16\)"):
         model = ComplementaryDQN("MlpPolicy", "CartPole-v1", buffer_size=20, device="cpu")
-    assert model.fast_memory == 16
+    assert model.extractor_settings["fast_memory"] == 16
 
 
 @pytest.mark.parametrize("n_envs", [1, 2, 8, 16])
@@ -191,7 +192,7 @@ def test_the_fast_memory_holds_held_out_rows_with_many_envs(n_envs):
 
 
 def test_fast_memory_waits_for_a_buffer_twice_its_size():
-    model = cartpole_model(fast_memory=400, buffer_size=1000)
+    model = cartpole_model(extractor={"fast_memory": 400}, buffer_size=1000)
     model.learn(500)  # fewer than 800 transitions: fast and slow would be nearly the same data
     assert np.isnan(model.extractor_auc)
     np.testing.assert_allclose(model.replay_buffer.replay_weights(), 1.0)
@@ -203,20 +204,6 @@ def test_alpha_zero_control_keeps_the_machinery_and_draws_uniformly():
     assert np.isfinite(model.extractor_auc)  # the classifier was fitted
     np.testing.assert_allclose(model.replay_buffer.replay_weights(), 1.0)
     assert model.replay_diagnostics()["ess_fraction"] == pytest.approx(1.0)
-
-
-def test_loss_weighting_draws_as_sb3_and_weights_by_the_mixture():
-    model = cartpole_model(weighting="loss")
-    model.learn(600)
-    buffer = model.replay_buffer
-    np.random.seed(7)
-    batch = buffer.sample_loss_weighted(64)
-    np.random.seed(7)
-    rows = np.random.randint(0, buffer.buffer_size if buffer.full else buffer.pos, size=64)  # as SB3 draws
-    envs = np.random.randint(0, buffer.n_envs, size=64)
-    np.testing.assert_array_equal(batch.indices, rows * buffer.n_envs + envs)
-    np.testing.assert_allclose(batch.weights.numpy().reshape(-1), buffer.replay_weights(batch.indices), rtol=1e-6)
-    assert buffer.replay_weights().mean() == pytest.approx(1.0)
 
 
 def test_non_finite_classifier_output_falls_back_to_uniform_and_training_goes_on():
@@ -244,19 +231,18 @@ def test_queries_write_nothing():
 
 
 @pytest.mark.parametrize(
-    ("knob", "value", "message"),
+    ("key", "value", "message"),
     [
-        ("ratio_temperature", 0.0, r"ratio_temperature must be in \(0.0, inf\], got 0.0"),
-        ("ratio_cap", 0.5, r"ratio_cap must be in \[1.0, inf\], got 0.5"),
-        ("fast_memory", 1, r"fast_memory must be in \[16, 250\], got 1"),
-        ("fast_memory", 251, r"fast_memory must be in \[16, 250\], got 251"),
-        ("weighting", "both", r"weighting must be one of \['sampling', 'loss'\], got 'both'"),
-        ("ratio_is_exponent", 1.5, r"ratio_is_exponent must be in \[0.0, 1.0\], got 1.5"),
+        ("temperature", 0.0, r"extractor_kwargs\['temperature'\] must be in \(0.0, inf\], got 0.0"),
+        ("cap", 0.5, r"extractor_kwargs\['cap'\] must be in \[1.0, inf\], got 0.5"),
+        ("fast_memory", 1, r"extractor_kwargs\['fast_memory'\] must be in \[16, 250\], got 1"),
+        ("fast_memory", 251, r"extractor_kwargs\['fast_memory'\] must be in \[16, 250\], got 251"),
+        ("is_exponent", 1.5, r"extractor_kwargs\['is_exponent'\] must be in \[0.0, 1.0\], got 1.5"),
     ],
 )
-def test_bad_knobs_name_the_knob_its_range_and_the_value(knob, value, message):
+def test_bad_extractor_kwargs_name_the_key_its_range_and_the_value(key, value, message):
     with pytest.raises(ValueError, match=message):
-        cartpole_model(**{knob: value})
+        cartpole_model(extractor={key: value})
 
 
 # ------------------------------------------------------------------ persistence
@@ -274,14 +260,13 @@ def test_save_load_keeps_the_classifier_and_its_auc(tmp_path):
     assert loaded.replay_buffer.neutral_score == 1.0
 
 
-def test_a_buffer_saved_before_the_density_ratio_loads_with_a_logged_migration(tmp_path):
+def test_a_buffer_saved_before_the_density_ratio_loads_and_gets_the_neutral_ratio(tmp_path):
     old = ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), seed=0, **{**TINY_DQN, **TINY_EXTRACTOR})
     old.learn(200)
     del old.replay_buffer.neutral_score  # as pickled before the attribute existed
     old.save_replay_buffer(tmp_path / "old")
     model = cartpole_model()
-    with pytest.warns(UserWarning, match="saved before the density-ratio extractor"):
-        model.load_replay_buffer(tmp_path / "old.pkl")
+    model.load_replay_buffer(tmp_path / "old.pkl")
     assert model.replay_buffer.neutral_score == 1.0
     model.learn(400, reset_num_timesteps=False)  # and it trains on
     assert np.isfinite(model.extractor_auc)
@@ -300,21 +285,17 @@ def test_density_ratio_with_a_pool_scores_ratio_times_fresh_td():
     buffer.update_scores(candidates, np.array([2.0, 0.5, 1.0, 4.0]))  # the stored ratio weights
     td = np.array([0.1, 1.0, 3.0, 0.25])  # |TD| measured now; the floor lifts 0.1 and 0.25 to 0.5
     # ratio x max(|TD|, 0.5): 2 x 0.5, 0.5 x 1, 1 x 3, 4 x 0.5
-    np.testing.assert_allclose(model.importance.candidate_scores(model, candidates, td), [1.0, 0.5, 3.0, 2.0])
+    seen = {}
+    select = buffer.select_from_candidates
 
+    def spy(candidates, samples, scores, batch_size, **kwargs):
+        seen["scores"] = scores
+        return select(candidates, samples, scores, batch_size, **kwargs)
 
-def test_lowest_score_eviction_never_moves_old_data_into_the_fast_memory():
-    from stable_baselines3.common.env_util import make_vec_env
-
-    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
-    model = ComplementaryDQN(
-        "MlpPolicy", env, seed=0, **{**DENSITY, "buffer_size": 600, "fast_memory": 200, "eviction": "lowest_score"}
-    )
-    model.learn(2000)  # the 300-row ring wraps several times
-    buffer = model.replay_buffer
-    assert buffer.protected_recent_rows == 100 and np.isfinite(model.extractor_auc)
-    fast = buffer.recent_indices(model.fast_memory)
-    rows, envs = np.divmod(fast, buffer.n_envs)
-    inserted = buffer.features.insert_step[rows, envs]
-    # Each of the 100 freshest rows holds what was written there, not a rescued older transition.
-    np.testing.assert_array_equal(np.sort(np.unique(inserted)), np.arange(buffer.n_added - 100, buffer.n_added))
+    # Through the model's draw: a pool of exactly these four candidates, their |TD| set.
+    model.candidate_pool, model.batch_size = 1, 4
+    model.replay_buffer.uniform_indices = lambda n: candidates.copy()
+    model._current_td_abs = lambda samples: td
+    buffer.select_from_candidates = spy
+    model._draw_batch(4)
+    np.testing.assert_allclose(seen["scores"], [1.0, 0.5, 3.0, 2.0])

@@ -16,10 +16,8 @@ from sb3_complementary import (
     ComplementaryDictReplayBuffer,
     ComplementaryDQN,
     ComplementaryReplayBuffer,
-    ExtractorTrainingCallback,
     PrioritizedDQN,
 )
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
 from tests.conftest import ALGOS, TINY_DQN, TINY_EXTRACTOR, ObsSpaceEnv, make_model
 
 STEPS = 400
@@ -44,18 +42,20 @@ def check_learned(model, steps=STEPS):
     buffer = model.replay_buffer
     assert isinstance(buffer, ComplementaryReplayBuffer)
     assert buffer.size() > 0
+    buffer.sample_weighted(1)  # new rows get their priority lazily (a pool of |TD| never reads the tree): read once
     leaves = buffer.tree.leaves
     assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
-    if isinstance(model, ComplementaryMixin) and model.importance.learns_labels:
-        assert len(model.label_store) > 0
-        assert model.extractor.net[-1].weight.abs().sum().item() > 0, "the extractor was never fitted"
-        scores = model.extractor.score(buffer.feature_matrix(buffer.valid_indices()))
-        assert np.all(np.isfinite(scores))
-    elif isinstance(model, ComplementaryMixin):  # the default: the density-ratio classifier and a pool
-        assert np.isfinite(model.extractor_auc), "the classifier was never fitted"
-        assert model._selection_rates, "no batch was selected from a pool"
-        logits = model.importance.logits(model, buffer.valid_indices())
-        assert np.all(np.isfinite(logits)) and logits.std() > 0
+    if isinstance(model, ComplementaryDQN):
+        if model.contribution == "density_ratio":  # the default: the density-ratio classifier
+            assert np.isfinite(model.extractor_auc), "the classifier was never fitted"
+            logits = model.extractor.numpy_logits(buffer.ratio_inputs(buffer.valid_indices()))
+            assert np.all(np.isfinite(logits)) and logits.std() > 0
+            scores = buffer.scores[buffer.valid_indices()]
+            assert np.all(np.isfinite(scores)) and scores.std() > 0, "the buffer was never re-scored by the ratio"
+        else:  # the |TD| kinds fit nothing
+            assert np.isnan(model.extractor_auc)
+        if model.candidate_pool:
+            assert model._selection_rates, "no batch was selected from a pool"
     env = model.get_env()
     obs = env.reset()
     actions, _ = model.predict(obs, deterministic=True)
@@ -71,14 +71,14 @@ def test_box_observations(algo):
 
 
 @pytest.mark.parametrize("kind", ["discrete", "multibinary", "multidiscrete"])
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
 def test_other_observation_spaces(algo, kind):
     model = make_model(algo, env_factory(kind), seed=0)
     model.learn(STEPS)
     check_learned(model)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
 def test_several_envs_dummy_vec_env(algo):
     env = make_vec_env("CartPole-v1", n_envs=3, seed=0, vec_env_cls=DummyVecEnv)
     model = make_model(algo, env, seed=0)
@@ -91,9 +91,9 @@ def test_several_envs_dummy_vec_env(algo):
 
 
 def test_several_discrete_obs_envs():
-    """SB3 reshapes Discrete observations of several envs: the features must follow."""
+    """SB3 reshapes Discrete observations of several envs: the extractor's inputs must follow."""
     env = make_vec_env(lambda: IdentityEnv(dim=3, ep_length=10), n_envs=2, seed=0)
-    model = make_model("complementary-td", env, seed=0)
+    model = make_model("complementary-default", env, seed=0)
     model.learn(STEPS)
     check_learned(model)
 
@@ -123,7 +123,7 @@ def test_vec_normalize():
     np.testing.assert_allclose(batch.samples.observations.numpy(), env.normalize_obs(raw), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
 def test_cnn_policy_on_small_images(algo):
     env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"features_dim": 16}}
@@ -132,13 +132,7 @@ def test_cnn_policy_on_small_images(algo):
     check_learned(model, 200)
 
 
-def test_cnn_policy_rejects_raw_image_features():
-    env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
-    with pytest.raises(ValueError, match="Box"):
-        make_model("complementary-td", env, policy="CnnPolicy", include_observation=True)
-
-
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
 def test_multi_input_policy_on_dict_env(algo):
     env = SimpleMultiObsEnv(random_start=False)
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"cnn_output_dim": 16}}
@@ -148,7 +142,7 @@ def test_multi_input_policy_on_dict_env(algo):
     check_learned(model, 200)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-influence", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
 def test_optimize_memory_usage(algo):
     model = make_model(
         algo,
@@ -167,7 +161,7 @@ def test_optimize_memory_usage(algo):
     assert np.all(buffer.tree.leaves[buffer.pos * buffer.n_envs + np.arange(buffer.n_envs)] == 0)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-outcome", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-fresh-td", "prioritized"])
 def test_n_step_returns(algo):
     model = make_model(algo, "CartPole-v1", n_steps=3, seed=0)
     assert model.replay_buffer.n_steps == 3
@@ -189,20 +183,6 @@ def test_positional_arguments_like_dqn():
 # --------------------------------------------------------------------------- callbacks
 
 
-@pytest.fixture
-def extractor_callbacks_seen(monkeypatch):
-    """Every ExtractorTrainingCallback that gets initialised during a learn()."""
-    seen = []
-    original = ExtractorTrainingCallback._init_callback
-
-    def spy(self):
-        seen.append(self)
-        return original(self)
-
-    monkeypatch.setattr(ExtractorTrainingCallback, "_init_callback", spy)
-    return seen
-
-
 class CountSteps(BaseCallback):
     def __init__(self):
         super().__init__()
@@ -213,25 +193,28 @@ class CountSteps(BaseCallback):
         return True
 
 
-def test_eval_and_checkpoint_callbacks(tmp_path, extractor_callbacks_seen):
+def test_eval_and_checkpoint_callbacks(tmp_path):
     eval_callback = EvalCallback(
         Monitor(gym.make("CartPole-v1")), eval_freq=100, n_eval_episodes=2, log_path=str(tmp_path / "eval"), verbose=0
     )
     checkpoints = tmp_path / "checkpoints"
     checkpoint = CheckpointCallback(save_freq=150, save_path=str(checkpoints), name_prefix="ckpt")
-    model = make_model("complementary-influence", "CartPole-v1", seed=0)
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
     model.learn(STEPS, callback=[eval_callback, checkpoint])
     check_learned(model)
     assert len(eval_callback.evaluations_results) == STEPS // 100
     assert sorted(p.name for p in checkpoints.iterdir()) == ["ckpt_150_steps.zip", "ckpt_300_steps.zip"]
     loaded = ComplementaryDQN.load(checkpoints / "ckpt_300_steps.zip", device="cpu")
-    assert loaded.contribution == "influence"
-    assert len(extractor_callbacks_seen) == 1  # added automatically, once
+    assert loaded.contribution == "density_ratio"
+    assert loaded.extractor_kwargs == TINY_EXTRACTOR["extractor_kwargs"]
+    # The schedule ran during learn(): the checkpoint of step 300 is written inside its rollout, before
+    # the rollout's end fits the extractor again, so it holds the fit of step 200.
+    assert loaded.last_fit_step == 200 and np.isfinite(loaded.extractor_auc)
 
 
-@pytest.mark.parametrize("form", ["none", "single", "list", "callback_list", "function", "user_single", "user_list"])
-def test_extractor_callback_added_once_and_never_duplicated(form, extractor_callbacks_seen):
-    user = ExtractorTrainingCallback()
+@pytest.mark.parametrize("form", ["none", "single", "list", "callback_list", "function"])
+def test_the_model_runs_the_extractor_schedule_whatever_the_callback(form, monkeypatch):
+    """No callback is needed: every 100 env steps (TINY_EXTRACTOR) the model fits and re-scores, at a rollout's end."""
     counter = CountSteps()
     callback = {
         "none": None,
@@ -239,20 +222,38 @@ def test_extractor_callback_added_once_and_never_duplicated(form, extractor_call
         "list": [counter],
         "callback_list": CallbackList([counter]),
         "function": lambda _locals, _globals: True,
-        "user_single": user,
-        "user_list": CallbackList([counter, user]),
     }[form]
-    model = make_model("complementary-td", "CartPole-v1", seed=0)
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    calls = {"fit": [], "refresh": []}
+    fit, refresh = model.fit_extractor, model.refresh_scores
+    monkeypatch.setattr(model, "fit_extractor", lambda: calls["fit"].append(model.num_timesteps) or fit())
+    monkeypatch.setattr(model, "refresh_scores", lambda: calls["refresh"].append(model.num_timesteps) or refresh())
     model.learn(200, callback=callback)
-    assert len(extractor_callbacks_seen) == 1
-    if form.startswith("user"):
-        assert extractor_callbacks_seen[0] is user
-    if form in ("single", "list", "callback_list", "user_list"):
+    assert calls == {"fit": [100, 200], "refresh": [100, 200]}
+    if form in ("single", "list", "callback_list"):
         assert counter.calls == 200
 
 
+class StopAt(BaseCallback):
+    def __init__(self, step: int):
+        super().__init__()
+        self.step = step
+
+    def _on_step(self):
+        return self.num_timesteps < self.step
+
+
+def test_a_callback_that_stops_training_stops_the_schedule_too(monkeypatch):
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    fits = []
+    fit = model.fit_extractor
+    monkeypatch.setattr(model, "fit_extractor", lambda: fits.append(model.num_timesteps) or fit())
+    model.learn(400, callback=StopAt(150))
+    assert model.num_timesteps == 150 and fits == [100]
+
+
 def test_progress_bar_and_evaluate_policy():
-    model = make_model("complementary-influence", "CartPole-v1", seed=0)
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
     model.learn(200, progress_bar=True)
     vec_env = DummyVecEnv([lambda: Monitor(gym.make("CartPole-v1"))])
     vec_env.seed(3)
@@ -278,31 +279,37 @@ def test_progress_bar_and_evaluate_policy():
 
 COMPLEMENTARY_KEYS = {
     "complementary/extractor_loss",
-    "complementary/positive_label_share",
+    "complementary/roc_auc",
     "complementary/ess_fraction",
+    "complementary/weight_p5",
+    "complementary/weight_p95",
+    "complementary/weight_max",
     "complementary/is_weight_mean",
     "complementary/is_weight_max",
     *(f"complementary/score_age_q{q}" for q in range(1, 5)),
 }
 
 
-@pytest.mark.parametrize("contribution", ["influence", "td"])
-def test_logger_records_complementary_keys(recording_logger, contribution):
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree"])
+def test_logger_records_complementary_keys(recording_logger, algo):
     logger, writer = recording_logger
-    model = make_model(f"complementary-{contribution}", "CartPole-v1", seed=0)
+    model = make_model(algo, "CartPole-v1", seed=0)
     model.set_logger(logger)
     model.learn(600, log_interval=1)
     missing = COMPLEMENTARY_KEYS - writer.keys()
     assert not missing, f"never logged: {sorted(missing)}"
     assert all(0 < v <= 1 for v in writer.values("complementary/ess_fraction"))
-    assert all(0 <= v <= 1 for v in writer.values("complementary/positive_label_share"))
     assert all(np.isfinite(v) and v > 0 for v in writer.values("complementary/extractor_loss"))
+    aucs = writer.values("complementary/roc_auc")  # NaN until the first fit, then the last fit's held-out AUC
+    first_fit = int(np.argmax(np.isfinite(aucs)))
+    assert np.isfinite(aucs[first_fit]) and np.all(np.isfinite(aucs[first_fit:])) and len(set(aucs[first_fit:])) > 1
     for mean, top in zip(
         writer.values("complementary/is_weight_mean"), writer.values("complementary/is_weight_max"), strict=True
     ):
         assert 0 < mean <= top
+    cap = model.extractor_settings["cap"]  # the scores are self-normalised ratios (mean 1), capped
     for q in range(1, 5):
-        assert all(0 <= v <= 1 for v in writer.values(f"complementary/score_age_q{q}"))
+        assert all(0 < v <= cap for v in writer.values(f"complementary/score_age_q{q}"))
 
 
 def test_prioritized_logs_is_weights(recording_logger):
@@ -318,4 +325,4 @@ def test_prioritized_logs_is_weights(recording_logger):
 def test_tiny_settings_are_what_the_suite_assumes():
     """Guard for the helpers above: a change to them must not silently make the drop-in tests trivial."""
     assert TINY_DQN["learning_starts"] < STEPS // 2
-    assert TINY_EXTRACTOR["extractor_train_freq"] < STEPS // 2
+    assert TINY_EXTRACTOR["extractor_kwargs"]["train_freq"] < STEPS // 2

@@ -12,14 +12,11 @@ from sb3_complementary import (
     ComplementaryReplayBuffer,
 )
 from sb3_complementary.common.buffers import take_rows
-from sb3_complementary.common.features import SCALAR_FEATURES
 from tests.algorithms import SPECS, STEPS, build, fixed_batch
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer, tiny_extractor
 
 OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = spaces.Discrete(4)
-TD = SCALAR_FEATURES.index("td_abs")
-STALENESS = SCALAR_FEATURES.index("log_td_staleness")
 
 
 def make_buffer(buffer_size=40, **kwargs) -> ComplementaryReplayBuffer:
@@ -97,27 +94,8 @@ def test_equal_scores_select_uniformly_with_unit_weights():
     np.testing.assert_allclose(rates, 1.0)
 
 
-def test_fresh_td_replaces_the_stored_one_in_the_features():
-    buffer = make_buffer(40)
-    fill_buffer(buffer, 20)
-    indices = np.array([2, 7, 11])
-    buffer.record_use(indices, np.array([9.0, 9.0, 9.0]))
-    for _ in range(5):
-        fill_buffer(buffer, 1)  # time passes: the stored |TD| goes stale
-    stored = buffer.feature_matrix(indices)
-    fresh = buffer.feature_matrix(indices, td_abs=np.array([0.1, 0.2, 0.3]))
-    np.testing.assert_allclose(stored[:, TD], 9.0)
-    assert np.all(stored[:, STALENESS] > 0)
-    np.testing.assert_allclose(fresh[:, TD], [0.1, 0.2, 0.3], rtol=1e-6)
-    np.testing.assert_array_equal(fresh[:, STALENESS], 0.0)
-    other = [c for c in range(stored.shape[1]) if c not in (TD, STALENESS)]
-    np.testing.assert_array_equal(fresh[:, other], stored[:, other])
-
-
 def test_dqn_current_td_abs_matches_the_train_step_and_has_no_side_effects():
-    model = ComplementaryDQN(
-        "MlpPolicy", "CartPole-v1", seed=0, contribution="td", candidate_pool=0, **TINY_DQN, **TINY_EXTRACTOR
-    )
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **TINY_DQN, **TINY_EXTRACTOR)
     model.learn(200)
     data = model.replay_buffer.get_samples_at(np.arange(32))
     torch_state = th.random.get_rng_state()
@@ -129,27 +107,15 @@ def test_dqn_current_td_abs_matches_the_train_step_and_has_no_side_effects():
     np.testing.assert_allclose(td_abs, expected, rtol=1e-6)
 
 
-def test_draw_time_selection_trains_labels_fresh_features_and_round_trips(tmp_path):
-    model = ComplementaryDQN(
-        "MlpPolicy", "CartPole-v1", seed=0, contribution="td", candidate_pool=4, **TINY_DQN, **TINY_EXTRACTOR
-    )
-    labelled = []
-    observe = model.contribution_signal.observe
-
-    def spy(features, td_abs, *args, **kwargs):
-        labelled.append((features.copy(), td_abs.copy()))
-        observe(features, td_abs, *args, **kwargs)
-
-    model.contribution_signal.observe = spy
+def test_draw_time_selection_trains_and_round_trips(tmp_path):
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **TINY_DQN, **TINY_EXTRACTOR)  # a pool of 4
     model.learn(400)
-    assert labelled
-    for features, td_abs in labelled:  # labelled on the |TD| the batch was selected on
-        np.testing.assert_allclose(features[:, TD], td_abs, rtol=1e-6)
-        np.testing.assert_array_equal(features[:, STALENESS], 0.0)
+    assert len(model._selection_rates) == model._n_updates > 0
     model.save(tmp_path / "model")
     loaded = ComplementaryDQN.load(tmp_path / "model", env=model.get_env())
     assert loaded.candidate_pool == 4
     loaded.learn(100, reset_num_timesteps=False)
+    assert loaded._selection_rates
 
 
 #: Draw-time selection with hand-set scores: pools of 4 x 16 = 64, priority ``max(score, 1)`` (alpha 1,
@@ -242,7 +208,7 @@ def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
     monkeypatch.setattr(model, "_draw_batch", lambda batch_size: model.replay_buffer.sample_weighted(batch_size))
     measured = model._current_td_abs(model.replay_buffer.sample_weighted(n).samples)
     fed_back = []
-    monkeypatch.setattr(model, "_replay_feedback", lambda batch, td_abs, influence: fed_back.append(td_abs))
+    monkeypatch.setattr(model, "_feed_back", lambda batch, td_abs: fed_back.append(td_abs))
     model.train(gradient_steps=1, batch_size=n)
     assert measured.shape == (n,)
     np.testing.assert_array_equal(measured, fed_back[0])
@@ -251,7 +217,11 @@ def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
 @pytest.mark.parametrize("contribution", ["fresh_td", "density_ratio"])
 @pytest.mark.parametrize("name", COMPLEMENTARY)
 def test_every_algorithm_selects_from_a_pool(name, contribution):
-    kwargs = {"score_floor": 1.0, "alpha": 0.4} if contribution == "fresh_td" else {"fast_memory": 40}
+    # alpha set for both: the actor-critic classes draw uniformly (alpha=0) by default.
+    if contribution == "fresh_td":
+        kwargs = {"score_floor": 1.0, "alpha": 0.4}
+    else:
+        kwargs = {"alpha": 1.0, **tiny_extractor(fast_memory=40)}
     model = build(name, candidate_pool=2, contribution=contribution, **kwargs)
     model.learn(STEPS)
     # One pool of 2 x batch_size candidates per gradient step (the deque keeps the last 1,000).
@@ -295,7 +265,7 @@ def test_crossq_measures_a_pool_by_batch_norm_chunks_of_the_train_steps_size():
 def test_a_uniform_selection_skips_the_pools_forward_pass(monkeypatch):
     """With alpha=0 every priority is 1: the pool's |TD| is not measured, and the picks are those any scores give."""
     model = ComplementaryDQN(
-        "MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **TINY_EXTRACTOR, "alpha": 0.0, "fast_memory": 40}
+        "MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **tiny_extractor(fast_memory=40), "alpha": 0.0}
     )
     monkeypatch.setattr(model, "_current_td_abs", lambda data: pytest.fail("the pool's |TD| was measured"))
     model.learn(300)

@@ -1,25 +1,24 @@
-"""ExperienceExtractor, its running normaliser, and the callback that fits it and re-scores the buffer."""
+"""ExperienceExtractor, its running normaliser, and the schedule on which the model fits it and re-scores the buffer."""
 
 import numpy as np
 import pytest
 import torch as th
 from torch.nn import functional as F
 
-from sb3_complementary import ComplementaryDQN, ExperienceExtractor, ExtractorTrainingCallback
+from sb3_complementary import ComplementaryDQN, ExperienceExtractor
 from sb3_complementary.common.extractor import RunningNormalizer
-from tests.conftest import LABEL_REPLAY, TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
 
 
-def test_scores_start_neutral_and_stay_in_open_unit_interval():
+def test_logits_start_at_zero_a_ratio_of_one():
     th.manual_seed(0)
     extractor = ExperienceExtractor(5, [16, 16], learning_rate=1e-3)
     x = np.random.default_rng(0).normal(scale=100.0, size=(64, 5)).astype(np.float32)
-    np.testing.assert_array_equal(extractor.score(x), np.full(64, 0.5, dtype=np.float32))
-    extractor.net[-1].reset_parameters()  # leave the neutral init: a generic head
-    scores = extractor.score(x)
-    assert scores.shape == (64,) and scores.dtype == np.float32
-    assert np.all((scores > 0) & (scores < 1))
-    assert np.std(scores) > 0
+    np.testing.assert_array_equal(extractor.numpy_logits(x), np.zeros(64, dtype=np.float32))
+    extractor.net[-1].reset_parameters()  # leave the zero init: a generic head
+    logits = extractor.numpy_logits(x)
+    assert logits.shape == (64,) and logits.dtype == np.float32
+    assert np.all(np.isfinite(logits)) and np.std(logits) > 0
     th.testing.assert_close(extractor(th.as_tensor(x)), th.sigmoid(extractor.logits(th.as_tensor(x))))
 
 
@@ -49,7 +48,7 @@ def test_normaliser_statistics_are_in_the_state_dict():
     th.testing.assert_close(clone.normalizer.mean, extractor.normalizer.mean)
 
 
-def test_fitting_separable_labels_raises_positive_scores():
+def test_fitting_separable_labels_raises_their_logits():
     th.manual_seed(0)
     rng = np.random.default_rng(2)
     extractor = ExperienceExtractor(4, [16], learning_rate=1e-2)
@@ -62,56 +61,66 @@ def test_fitting_separable_labels_raises_positive_scores():
         extractor.optimizer.zero_grad()
         loss.backward()
         extractor.optimizer.step()
-    scores = extractor.score(x)
+    scores = 1.0 / (1.0 + np.exp(-extractor.numpy_logits(x)))
     assert scores[labels == 1].mean() > 0.8 and scores[labels == 0].mean() < 0.2
     assert np.mean((scores > 0.5) == (labels == 1)) > 0.95
 
 
 def make_model(**overrides):
-    kwargs = {**TINY_DQN, **TINY_EXTRACTOR, **LABEL_REPLAY, "contribution": "td", "learning_starts": 10_000, "seed": 0}
+    kwargs = {**TINY_DQN, **TINY_EXTRACTOR, "learning_starts": 10_000, "seed": 0}
     kwargs.update(overrides)
     return ComplementaryDQN("MlpPolicy", "CartPole-v1", **kwargs)
 
 
-def test_callback_fit_learns_labels_from_the_store():
-    """Used directly, the callback fits the extractor on the label store (here: positive iff high reward)."""
-    model = make_model(coupling_coef=0.1, extractor_gradient_steps=60, learning_rate=1e-3, extractor_lr_ratio=10.0)
-    model.learn(100)  # collect only
+def test_fit_tells_the_fast_memory_from_the_buffer_and_the_rescore_writes_the_ratio(recording_logger):
+    """
+    fit_extractor: a buffer whose observations grow with time (fill_buffer writes the row counter)
+    is separable by recency, so the classifier of the fast memory (the 100 freshest rows) against the
+    whole buffer reaches the best held-out AUC there is: the slow side holds the fast rows too (a
+    quarter of 400), so a perfect classifier scores about ``1 - 0.5 * 100 / 400 = 0.875`` (an unfitted
+    one 0.5). refresh_scores then writes each row's tempered,
+    self-normalised, capped ratio ``min(exp(logit / T) / mean, cap)`` as its score, and its priority.
+    """
+    logger, writer = recording_logger
+    fast_fit = {**TINY_EXTRACTOR["extractor_kwargs"], "gradient_steps": 200, "lr_ratio": 100.0}  # Adam at 1e-2
+    model = make_model(extractor_kwargs=fast_fit)
+    model.set_logger(logger)
     buffer = model.replay_buffer
+    fill_buffer(buffer, 400)
+    assert np.isnan(model.extractor_auc)
+    loss = model.fit_extractor()
+    assert np.isfinite(loss) and model.extractor_auc > 0.8
+    model.refresh_scores()
+    logger.dump(0)
+    assert writer.values("complementary/roc_auc") == [model.extractor_auc]
+
     indices = buffer.valid_indices()
-    features = buffer.feature_matrix(indices)
-    # Label by episode position: the first half of each episode "helped".
-    position = features[:, 8]
-    labels = (position < np.median(position)).astype(np.float32)
-    model.label_store.add(features, labels)
-
-    callback = ExtractorTrainingCallback(extractor_train_freq=1, refresh_interval=1)
-    callback.init_callback(model)
-    before = model.extractor.score(features)
-    callback.fit()
-    after = model.extractor.score(features)
-    assert np.isfinite(callback.last_loss)
-    gain_positive = after[labels == 1].mean() - before[labels == 1].mean()
-    gain_negative = after[labels == 0].mean() - before[labels == 0].mean()
-    assert gain_positive > 0.05 and gain_positive > gain_negative + 0.1
-
-    callback.refresh()
-    np.testing.assert_allclose(buffer.scores[indices], np.maximum(after, buffer.score_floor), rtol=1e-5)
+    logits = model.extractor.numpy_logits(buffer.ratio_inputs(indices)).astype(np.float64)
+    settings = model.extractor_settings
+    tempered = np.exp(logits / settings["temperature"])
+    expected = np.maximum(np.minimum(tempered / tempered.mean(), settings["cap"]), buffer.score_floor)
+    np.testing.assert_allclose(buffer.scores[indices], expected, rtol=1e-4)
+    assert buffer.scores[indices].max() > 2.0  # the freshest rows weigh more than the mean
     np.testing.assert_allclose(buffer.tree.leaves[indices], buffer.priority(buffer.scores[indices]), rtol=1e-5)
 
 
-def test_callback_rejects_algorithms_without_extractor():
-    from stable_baselines3 import DQN
+def test_the_fit_waits_for_twice_the_fast_memory():
+    model = make_model()
+    fill_buffer(model.replay_buffer, 150)  # fast memory 100 (a fifth of 500): 200 rows are needed
+    assert np.isnan(model.fit_extractor()) and np.isnan(model.extractor_auc)
+    assert model.extractor.net[-1].weight.abs().sum().item() == 0
 
-    model = DQN("MlpPolicy", "CartPole-v1", **TINY_DQN)
-    with pytest.raises(ValueError, match="ExtractorTrainingCallback"):
-        model.learn(10, callback=ExtractorTrainingCallback())
 
+def test_the_schedule_follows_extractor_kwargs():
+    """train_freq and refresh_interval beyond the run: learn() never fits; fit_extractor() still does, on demand."""
+    never = {**TINY_EXTRACTOR["extractor_kwargs"], "train_freq": 10**6, "refresh_interval": 10**6}
+    model = make_model(extractor_kwargs=never, learning_starts=20)
+    model.learn(300)
+    assert np.isnan(model.extractor_auc) and model.last_fit_step == 0
+    assert model.extractor.net[-1].weight.abs().sum().item() == 0
+    assert np.isfinite(model.fit_extractor()) and np.isfinite(model.extractor_auc)
+    assert model.extractor.net[-1].weight.abs().sum().item() > 0
 
-def test_callback_overrides_win_over_model_knobs():
-    model = make_model(extractor_train_freq=10**6, refresh_interval=10**6, learning_starts=20)
-    callback = ExtractorTrainingCallback(extractor_train_freq=50, refresh_interval=50, batch_size=16)
-    model.learn(300, callback=callback)
-    assert np.isfinite(callback.last_loss)  # it fitted, although the model's own schedule never would
-    head = model.extractor.net[-1]
-    assert head.weight.abs().sum().item() > 0
+    often = make_model(learning_starts=20)  # every 100 steps
+    often.learn(300)
+    assert often.last_fit_step == 300 and np.isfinite(often.extractor_auc)

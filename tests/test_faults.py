@@ -19,7 +19,7 @@ SAVE_THEN_STALL = textwrap.dedent(
     """
     import io, sys
     from sb3_complementary import ComplementaryDQN
-    from sb3_complementary.common import weighted_replay_mixin
+    from sb3_complementary.common import persistence
     target, what = sys.argv[1], sys.argv[2]
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", learning_starts=10**6, buffer_size=20000, device="cpu",
                              policy_kwargs={"net_arch": [256, 256]})
@@ -27,7 +27,7 @@ SAVE_THEN_STALL = textwrap.dedent(
     save = model.save if what == "model" else model.save_replay_buffer
     save(target)
     model.learn(1000, reset_num_timesteps=False)
-    atomic_write = weighted_replay_mixin.atomic_write
+    atomic_write = persistence.atomic_write
 
     def stalling_atomic_write(path, write):
         def half_then_wait(file):
@@ -41,7 +41,7 @@ SAVE_THEN_STALL = textwrap.dedent(
 
         atomic_write(path, half_then_wait)
 
-    weighted_replay_mixin.atomic_write = stalling_atomic_write
+    persistence.atomic_write = stalling_atomic_write
     save(target)
     """
 )

@@ -4,7 +4,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
+from tests.conftest import TINY_DQN, fill_buffer, tiny_extractor
 
 OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = spaces.Discrete(4)
@@ -39,15 +39,28 @@ def test_the_default_pool_scores_fresh_candidates_at_the_neutral_ratio():
     re-score counts at the mean ratio, 1, so its score is its fresh |TD|, not the floor.
     """
     model = ComplementaryDQN(
-        "MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **TINY_EXTRACTOR, "buffer_size": 300, "fast_memory": 50}
+        "MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **tiny_extractor(fast_memory=50), "buffer_size": 300}
     )
     model.learn(650)  # wrapped twice; the last re-score was at step 600
     buffer = model.replay_buffer
     pending = buffer.row_indices(np.unique(buffer._unscored_rows))
     assert len(pending) > 0
     np.testing.assert_array_equal(buffer.scores[pending], 1.0)
-    td = np.full(len(pending), 0.5)
-    np.testing.assert_allclose(model.importance.candidate_scores(model, pending, td), 0.5)
+    # Through the model's draw: a pool of the pending rows, each with |TD| 0.5, scores ratio 1 x 0.5.
+    seen = {}
+    select = buffer.select_from_candidates
+
+    def spy(candidates, samples, scores, batch_size, **kwargs):
+        seen["candidates"], seen["scores"] = candidates, scores
+        return select(candidates, samples, scores, batch_size, **kwargs)
+
+    model.candidate_pool = 1
+    buffer.uniform_indices = lambda n: pending.copy()
+    model._current_td_abs = lambda samples: np.full(len(samples.rewards), 0.5)
+    buffer.select_from_candidates = spy
+    model._draw_batch(len(pending))
+    np.testing.assert_array_equal(seen["candidates"], pending)
+    np.testing.assert_allclose(seen["scores"], 0.5)
 
 
 def test_a_buffer_loaded_with_a_changed_priority_map_keeps_the_pending_rows_initial_score(tmp_path):

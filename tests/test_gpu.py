@@ -16,10 +16,9 @@ import torch as th
 from stable_baselines3.common.utils import get_device
 
 from sb3_complementary import ComplementaryDQN, ExperienceExtractor, PrioritizedDQN, export_to_sb3
-from sb3_complementary.common.complementary_mixin import ComplementaryMixin
 from sb3_complementary.common.export import sb3_parent
 from tests.algorithms import SPECS
-from tests.conftest import LABEL_REPLAY, TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import TINY_DQN, TINY_EXTRACTOR
 
 CUDA = pytest.mark.skipif(not th.cuda.is_available(), reason="needs CUDA")
 #: Every class: its tiny settings (those of the rest of the suite) and its env.
@@ -35,7 +34,8 @@ STEPS = 400
 def make(name: str, device: str, **overrides: Any) -> Any:
     """``name`` in its default replay (for a Complementary class: the density ratio on a candidate pool), tiny."""
     cls, env_id, settings = CLASSES[name]
-    extra = {**TINY_EXTRACTOR, "fast_memory": 100} if issubclass(cls, ComplementaryMixin) else {}
+    complementary = cls.__name__.startswith("Complementary")
+    extra = {"extractor_kwargs": {**TINY_EXTRACTOR["extractor_kwargs"], "fast_memory": 100}} if complementary else {}
     kwargs = {**settings, **extra, "seed": 0, **overrides, "device": device}
     kwargs["policy_kwargs"] = dict(kwargs["policy_kwargs"])  # SB3 writes into it: never share one
     return cls("MlpPolicy", env_id, **kwargs)
@@ -43,7 +43,7 @@ def make(name: str, device: str, **overrides: Any) -> Any:
 
 def modules_of(model: Any) -> dict[str, th.nn.Module]:
     modules = {"policy": model.policy}
-    if isinstance(model, ComplementaryMixin):
+    if hasattr(model, "extractor"):
         modules["extractor"] = model.extractor
     return modules
 
@@ -95,8 +95,8 @@ def test_the_extractor_resolves_cuda_as_sb3() -> None:
     extractor = ExperienceExtractor(4, [8], learning_rate=1e-3, device="cuda")
     assert extractor.device == get_device("cuda")
     assert {p.device.type for p in extractor.parameters()} == {get_device("cuda").type}
-    scores = extractor.score(np.zeros((3, 4), dtype=np.float32))
-    assert isinstance(scores, np.ndarray) and scores.shape == (3,)
+    logits = extractor.numpy_logits(np.zeros((3, 4), dtype=np.float32))
+    assert isinstance(logits, np.ndarray) and logits.shape == (3,)
 
 
 @pytest.mark.gpu
@@ -107,18 +107,21 @@ def test_trains_on_cuda(name: str) -> None:
     assert model._n_updates > 0
     assert devices_of(model) == {"cuda"}
     assert batch_devices(model) == {"cuda"}
-    if isinstance(model, ComplementaryMixin):
-        assert model.candidate_pool and model._selection_rates, "the pool's |TD| was not measured"
+    if hasattr(model, "extractor"):
+        if model.alpha > 0:  # the DQN family's default; the actor-critic classes draw uniformly by default
+            assert model.candidate_pool and model._selection_rates, "the pool's |TD| was not measured"
         assert np.isfinite(model.extractor_auc), "the extractor never fitted"
         assert np.isfinite(model.replay_diagnostics()["ess_fraction"])
 
 
 @pytest.mark.gpu
 @CUDA
-@pytest.mark.parametrize("contribution", ["influence", "td", "outcome", "fresh_td"])
-def test_the_label_signals_train_on_cuda(contribution: str) -> None:
-    replay = {} if contribution == "fresh_td" else LABEL_REPLAY  # fresh_td measures a candidate pool
-    model = make("ComplementaryDQN", "cuda", contribution=contribution, **replay).learn(STEPS)
+@pytest.mark.parametrize(
+    "replay", [{"contribution": "fresh_td"}, {"contribution": "laber"}, {"alpha": 0.6, "candidate_pool": 0}]
+)
+def test_the_other_replays_train_on_cuda(replay: dict[str, Any]) -> None:
+    """The |TD| kinds on a pool, and the density ratio's sum-tree path."""
+    model = make("ComplementaryDQN", "cuda", **replay).learn(STEPS)
     assert model._n_updates > 0
     assert devices_of(model) == {"cuda"}
 

@@ -29,7 +29,7 @@ FEATURE_ARRAYS = (
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A ComplementaryDQN whose extractor, optimizer and normaliser have all moved, saved with its buffer."""
-    model = make_model("complementary-influence", "CartPole-v1", seed=0)
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
     model.learn(400)
     folder = tmp_path_factory.mktemp("saved")
     model.save(folder / "model")  # SB3 appends .zip
@@ -51,14 +51,14 @@ def test_round_trip_predictions_and_extractor(trained):
     with th.no_grad():
         th.testing.assert_close(loaded.q_net(th.as_tensor(obs)), model.q_net(th.as_tensor(obs)), rtol=0, atol=0)
 
-    # The extractor: weights and normaliser statistics (its state_dict), scores, and its optimizer state.
+    # The extractor: weights and normaliser statistics (its state_dict), logits, and its optimizer state.
     assert model.extractor.normalizer.count.item() > 1  # it did see data
     for key, value in model.extractor.state_dict().items():
         assert th.equal(loaded.extractor.state_dict()[key], value), key
-    features = model.replay_buffer.feature_matrix(model.replay_buffer.valid_indices())
-    original_scores = model.extractor.score(features)
-    assert np.std(original_scores) > 0  # non-trivial scores
-    np.testing.assert_array_equal(loaded.extractor.score(features), original_scores)
+    inputs = model.replay_buffer.ratio_inputs(model.replay_buffer.valid_indices())
+    original_logits = model.extractor.numpy_logits(inputs)
+    assert np.std(original_logits) > 0  # a fitted classifier
+    np.testing.assert_array_equal(loaded.extractor.numpy_logits(inputs), original_logits)
     saved_state = model.extractor.optimizer.state_dict()
     loaded_state = loaded.extractor.optimizer.state_dict()
     assert saved_state["state"], "the extractor optimizer never stepped"
@@ -67,8 +67,9 @@ def test_round_trip_predictions_and_extractor(trained):
         for name, value in state.items():
             assert th.equal(th.as_tensor(loaded_state["state"][index][name]), th.as_tensor(value)), (index, name)
 
-    for knob in ("contribution", "alpha", "beta", "uniform_fraction", "extractor_net_arch", "refresh_interval"):
+    for knob in ("contribution", "alpha", "uniform_fraction", "candidate_pool", "extractor_kwargs", "extractor_auc"):
         assert getattr(loaded, knob) == getattr(model, knob), knob
+    assert loaded.extractor_settings == model.extractor_settings and loaded.extractor_settings["net_arch"] == [16]
 
 
 def test_replay_buffer_round_trip_keeps_scores_features_and_tree(trained):
@@ -154,7 +155,7 @@ def test_plain_sb3_buffer_is_migrated_with_a_warning(tmp_path, n_envs):
     dqn.save_replay_buffer(tmp_path / "plain.pkl")
     old = dqn.replay_buffer
 
-    model = make_model("complementary-td", env, buffer_size=200, seed=0)
+    model = make_model("complementary-default", env, buffer_size=200, seed=0)
     with pytest.warns(UserWarning, match="migrat"):
         model.load_replay_buffer(tmp_path / "plain.pkl")
     new = model.replay_buffer
@@ -182,7 +183,7 @@ def test_migrating_memory_optimised_buffer_with_user_replay_kwargs(tmp_path):
     dqn = DQN("MlpPolicy", "CartPole-v1", **kwargs, seed=0)
     dqn.learn(250)
     dqn.save_replay_buffer(tmp_path / "plain.pkl")
-    model = make_model("complementary-td", "CartPole-v1", **{**kwargs, "replay_buffer_kwargs": {
+    model = make_model("complementary-default", "CartPole-v1", **{**kwargs, "replay_buffer_kwargs": {
         "handle_timeout_termination": False}}, seed=0)  # fmt: skip
     with pytest.warns(UserWarning, match="migrat"):
         model.load_replay_buffer(tmp_path / "plain.pkl")
@@ -202,7 +203,7 @@ def test_loading_something_else_than_a_buffer_is_an_error(tmp_path):
 
 
 def test_model_save_is_atomic(tmp_path, monkeypatch):
-    model = make_model("complementary-td", "CartPole-v1", seed=0)
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
     target = tmp_path / "model.zip"
     model.save(target)
     before = target.read_bytes()
@@ -243,7 +244,7 @@ def test_save_replay_buffer_is_atomic(tmp_path, monkeypatch):
     assert model.replay_buffer.size() == 100
 
 
-@pytest.mark.parametrize("algo", ["complementary-td", "prioritized"])
+@pytest.mark.parametrize("algo", ["complementary-default", "prioritized"])
 def test_saved_file_names_follow_sb3(tmp_path, algo):
     names = ("agent", "agent_lr0.001", "agent_lr0.002", "agent.zip")
     dqn = DQN("MlpPolicy", "CartPole-v1", **TINY_DQN)
@@ -261,21 +262,17 @@ def test_saved_file_names_follow_sb3(tmp_path, algo):
 # --------------------------------------------------------------------------- resuming
 
 
-@pytest.mark.parametrize("contribution", ["td", "outcome"])
-def test_a_resumed_run_keeps_every_piece_of_extractor_state(tmp_path, contribution):
+@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree"])
+def test_a_resumed_run_keeps_every_piece_of_extractor_state(tmp_path, algo):
     """What docs/design.md ("What a resumed run keeps") promises, checked piece by piece."""
-    model = make_model(f"complementary-{contribution}", "CartPole-v1", seed=0)
+    model = make_model(algo, "CartPole-v1", seed=0)
     model.learn(750)
     model.save(tmp_path / "model")
     model.save_replay_buffer(tmp_path / "buffer")
     loaded = ComplementaryDQN.load(tmp_path / "model", env=gym.make("CartPole-v1"), device="cpu")
     loaded.load_replay_buffer(tmp_path / "buffer.pkl")
 
-    assert len(model.label_store) > 0 and len(loaded.label_store) == len(model.label_store)
-    np.testing.assert_array_equal(loaded.label_store.features, model.label_store.features)
-    np.testing.assert_array_equal(loaded.label_store.labels, model.label_store.labels)
-    assert loaded.contribution_signal.store is loaded.label_store
-    assert vars(loaded.contribution_signal).keys() == vars(model.contribution_signal).keys()
+    assert np.isfinite(model.extractor_auc) and loaded.extractor_auc == model.extractor_auc
     assert loaded.replay_rng.bit_generator.state == model.replay_rng.bit_generator.state
     assert (loaded.last_fit_step, loaded.last_refresh_step) == (model.last_fit_step, model.last_refresh_step)
     for key, value in model.extractor.state_dict().items():  # weights and the running normaliser
@@ -290,4 +287,4 @@ def test_a_resumed_run_keeps_every_piece_of_extractor_state(tmp_path, contributi
     original = loaded.fit_extractor
     loaded.fit_extractor = lambda *a, **k: fits.append(loaded.num_timesteps) or original(*a, **k)
     loaded.learn(300, reset_num_timesteps=False)
-    assert fits and fits[0] - model.last_fit_step >= loaded.extractor_train_freq  # the schedule went on, not over
+    assert fits and fits[0] - model.last_fit_step >= loaded.extractor_settings["train_freq"]  # it went on, not over

@@ -83,17 +83,6 @@ def test_tensorboard_runs_are_named_after_the_class(tb_log_names, cls):
     assert tb_log_names == [cls.__name__, "mine"]
 
 
-def test_eviction_is_seeded_from_the_model_seed():
-    def evicted_order(seed: int) -> np.ndarray:
-        model = ComplementaryDQN(
-            "MlpPolicy", "CartPole-v1", seed=seed, eviction="lowest_score", **{**TINY_DQN, "buffer_size": 200}
-        )
-        return model.replay_buffer._eviction_rng.integers(0, 1_000_000, size=8)
-
-    np.testing.assert_array_equal(evicted_order(1), evicted_order(1))
-    assert not np.array_equal(evicted_order(1), evicted_order(2))
-
-
 def test_buffer_sample_is_sb3s_uniform_sample_whatever_the_scores():
     space = gym.spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32)
     ours = ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), **TINY_DQN).replay_buffer
@@ -148,15 +137,16 @@ def test_load_time_overrides_reach_the_buffer(tmp_path):
     np.testing.assert_allclose(buffer.tree.leaves[indices], buffer.priority(buffer.scores[indices]), rtol=1e-6)
 
 
-def test_a_knob_set_twice_with_different_values_names_both():
-    with pytest.raises(
-        ValueError, match=r"alpha is set twice: PrioritizedDQN\(alpha=0.6\) and replay_buffer_kwargs\['alpha'\]=0.3"
-    ):
-        PrioritizedDQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs={"alpha": 0.3}, **TINY_DQN)
-    with pytest.raises(ValueError, match=r"beta is set twice"):
-        ComplementaryDQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs={"beta": 0.9}, **TINY_DQN)
-    same = PrioritizedDQN("MlpPolicy", "CartPole-v1", alpha=0.3, replay_buffer_kwargs={"alpha": 0.3}, **TINY_DQN)
-    assert same.replay_buffer.alpha == 0.3 and "alpha" not in same.replay_buffer_kwargs
+@pytest.mark.parametrize(
+    "cls, knob", [(PrioritizedDQN, "alpha"), (ComplementaryDQN, "alpha"), (ComplementaryDQN, "beta")]
+)
+@pytest.mark.parametrize("value", [0.3, 0.6])
+def test_a_replay_knob_in_replay_buffer_kwargs_is_refused_naming_it(cls, knob, value):
+    """Each replay knob has one place, the constructor: replay_buffer_kwargs may not set it, even to the same value."""
+    with pytest.raises(ValueError, match=rf"replay_buffer_kwargs sets \['{knob}'\]: .*{cls.__name__} itself"):
+        cls("MlpPolicy", "CartPole-v1", replay_buffer_kwargs={knob: value}, **TINY_DQN)
+    model = cls("MlpPolicy", "CartPole-v1", replay_buffer_kwargs={"handle_timeout_termination": False}, **TINY_DQN)
+    assert model.replay_buffer.handle_timeout_termination is False  # SB3's own buffer kwargs still pass through
 
 
 # ------------------------------------------------------------------ n-step and the Dict buffer

@@ -9,34 +9,43 @@ from gymnasium import spaces
 from stable_baselines3 import DQN
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
-from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
-from tests.conftest import LABEL_REPLAY, TINY_DQN
+from sb3_complementary import (
+    ComplementaryDQN,
+    ComplementaryReplayBuffer,
+    ComplementarySAC,
+    PrioritizedDQN,
+    PrioritizedSAC,
+)
+from tests.conftest import TINY_DQN, tiny_extractor
 
 UNIT = r"(\[0(\.0)?, ?1(\.0)?\]|between 0(\.0)? and 1(\.0)?|0(\.0)? <= \w+ <= 1(\.0)?)"
 NON_NEGATIVE = r"(\[0(\.0)?, ?(inf|∞)[\])]|>= ?0|non-negative)"
 POSITIVE = r"(\(0(\.0)?, ?(inf|∞)[\])]|> ?0|positive)"
 AT_LEAST_ONE = r"(\[1(\.0)?, ?(inf|∞)[\])]|>= ?1|positive)"
+AT_LEAST_TWO = r"(\[2(\.0)?, ?(inf|∞)[\])]|>= ?2)"
 
 RANGE_CASES = [
     ("alpha", -0.5, NON_NEGATIVE),
     ("alpha", float("nan"), NON_NEGATIVE),
-    ("beta", -0.1, UNIT),
-    ("beta", 1.5, UNIT),
     ("uniform_fraction", -0.25, UNIT),
     ("uniform_fraction", 1.01, UNIT),
     ("epsilon", -1e-3, NON_NEGATIVE),
     ("score_floor", -0.5, NON_NEGATIVE),
 ]
+#: PER's IS exponent (the Complementary classes fix theirs by the kind: no beta knob).
+BETA_CASES = [("beta", -0.1, UNIT), ("beta", 1.5, UNIT)]
 
+#: Keys of extractor_kwargs, each with a bad value.
 EXTRACTOR_CASES = [
-    ("extractor_lr_ratio", 0.0, POSITIVE),
-    ("extractor_train_freq", 0, AT_LEAST_ONE),
-    ("extractor_gradient_steps", 0, AT_LEAST_ONE),
-    ("extractor_batch_size", 0, AT_LEAST_ONE),
+    ("lr_ratio", 0.0, POSITIVE),
+    ("train_freq", 0, AT_LEAST_ONE),
+    ("gradient_steps", 0, AT_LEAST_ONE),
+    ("batch_size", 1, AT_LEAST_TWO),
     ("refresh_interval", 0, AT_LEAST_ONE),
-    ("coupling_coef", -0.1, NON_NEGATIVE),
-    ("probe_size", 0, AT_LEAST_ONE),
-    ("label_capacity", 0, AT_LEAST_ONE),
+    ("temperature", 0.0, POSITIVE),
+    ("cap", 0.5, AT_LEAST_ONE),
+    ("is_exponent", 1.5, UNIT),
+    ("fast_memory", 8, r"\[16, ?500000\]"),  # [16, buffer_size // 2] of DQN's default buffer
 ]
 
 
@@ -47,26 +56,43 @@ def assert_names_knob_range_value(error: pytest.ExceptionInfo, knob: str, value,
     assert re.search(allowed, message), f"no allowed range in: {message}"
 
 
-@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
-@pytest.mark.parametrize("knob, value, allowed", RANGE_CASES)
+@pytest.mark.parametrize(
+    "cls, knob, value, allowed",
+    [(cls, *case) for cls in (ComplementaryDQN, PrioritizedDQN) for case in RANGE_CASES]
+    + [(PrioritizedDQN, *case) for case in BETA_CASES],
+)
 def test_algorithm_rejects_out_of_range_replay_knobs(cls, knob, value, allowed):
     with pytest.raises(ValueError) as error:
         cls("MlpPolicy", "CartPole-v1", **{knob: value}, device="cpu")
     assert_names_knob_range_value(error, knob, value, allowed)
 
 
-@pytest.mark.parametrize("knob, value, allowed", RANGE_CASES)
+@pytest.mark.parametrize("knob, value, allowed", RANGE_CASES + BETA_CASES)
 def test_buffer_rejects_out_of_range_knobs(knob, value, allowed):
     with pytest.raises(ValueError) as error:
         ComplementaryReplayBuffer(10, spaces.Box(-1, 1, (2,)), spaces.Discrete(2), device="cpu", **{knob: value})
     assert_names_knob_range_value(error, knob, value, allowed)
 
 
-@pytest.mark.parametrize("knob, value, allowed", EXTRACTOR_CASES)
-def test_complementary_rejects_bad_extractor_knobs(knob, value, allowed):
+@pytest.mark.parametrize("key, value, allowed", EXTRACTOR_CASES)
+def test_complementary_rejects_bad_extractor_kwargs(key, value, allowed):
     with pytest.raises(ValueError) as error:
-        ComplementaryDQN("MlpPolicy", "CartPole-v1", **{knob: value}, device="cpu")
-    assert_names_knob_range_value(error, knob, value, allowed)
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", extractor_kwargs={key: value}, device="cpu")
+    assert_names_knob_range_value(error, f"extractor_kwargs[{key!r}]", value, allowed)
+
+
+def test_unknown_extractor_kwargs_key_names_it_and_the_keys():
+    with pytest.raises(ValueError) as error:
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", extractor_kwargs={"ratio_cap": 5.0}, device="cpu")
+    message = str(error.value)
+    assert "extractor_kwargs" in message and "ratio_cap" in message and "'cap'" in message
+
+
+def test_extractor_kwargs_is_read_never_written():
+    given = {"net_arch": (8,), "train_freq": 50}
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", extractor_kwargs=given, **TINY_DQN)
+    assert given == {"net_arch": (8,), "train_freq": 50}
+    assert model.extractor_settings["net_arch"] == [8] and model.extractor_settings["refresh_interval"] == 1000
 
 
 def test_unknown_contribution_names_knob_choices_and_value():
@@ -74,12 +100,26 @@ def test_unknown_contribution_names_knob_choices_and_value():
         ComplementaryDQN("MlpPolicy", "CartPole-v1", contribution="gut-feeling", device="cpu")
     message = str(error.value)
     assert "contribution" in message and "gut-feeling" in message
-    assert all(name in message for name in ("influence", "outcome", "td"))
+    assert all(name in message for name in ("density_ratio", "fresh_td", "laber"))
 
 
-def test_unknown_initial_score_names_knob_choices_and_value():
+@pytest.mark.parametrize("contribution", ["td", "influence", "outcome"])
+def test_a_removed_contribution_names_the_commit_that_had_it(contribution):
     with pytest.raises(ValueError) as error:
-        PrioritizedDQN("MlpPolicy", "CartPole-v1", initial_score="min", device="cpu")
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", contribution=contribution, device="cpu")
+    message = str(error.value)
+    assert f"contribution={contribution!r}" in message and "8cac570" in message and "density_ratio" in message
+
+
+@pytest.mark.parametrize("contribution", ["fresh_td", "laber"])
+def test_the_td_kinds_need_a_candidate_pool(contribution):
+    with pytest.raises(ValueError, match="candidate_pool >= 1"):
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", contribution=contribution, candidate_pool=0, device="cpu")
+
+
+def test_unknown_initial_score_of_the_buffer_names_knob_choices_and_value():
+    with pytest.raises(ValueError) as error:
+        ComplementaryReplayBuffer(10, spaces.Box(-1, 1, (2,)), spaces.Discrete(2), device="cpu", initial_score="min")
     message = str(error.value)
     assert "initial_score" in message and "'min'" in message and "max" in message and "neutral" in message
 
@@ -87,10 +127,83 @@ def test_unknown_initial_score_names_knob_choices_and_value():
 @pytest.mark.parametrize("net_arch", [[], [0], [16, -4]])
 def test_bad_extractor_net_arch(net_arch):
     with pytest.raises(ValueError) as error:
-        ComplementaryDQN("MlpPolicy", "CartPole-v1", extractor_net_arch=net_arch, device="cpu")
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", extractor_kwargs={"net_arch": net_arch}, device="cpu")
     message = str(error.value)
-    assert "extractor_net_arch" in message and repr(net_arch) in message
+    assert "extractor_kwargs['net_arch']" in message and repr(net_arch) in message
     assert "non-empty" in message or "positive" in message
+
+
+# --------------------------------------------------------------------------- knobs removed after 8cac570
+
+#: Constructor knobs of 8cac570 that now live in ``extractor_kwargs``, with their key there.
+MOVED = {
+    "extractor_net_arch": "net_arch",
+    "extractor_lr_ratio": "lr_ratio",
+    "extractor_train_freq": "train_freq",
+    "extractor_gradient_steps": "gradient_steps",
+    "extractor_batch_size": "batch_size",
+    "refresh_interval": "refresh_interval",
+    "fast_memory": "fast_memory",
+    "ratio_temperature": "temperature",
+    "ratio_cap": "cap",
+    "ratio_is_exponent": "is_exponent",
+}
+#: Knobs of 8cac570 whose mechanism is removed (every weighted class had them).
+REMOVED = [
+    "coupling_coef",
+    "probe_size",
+    "label_capacity",
+    "label_interval",
+    "task_balanced_labels",
+    "eviction",
+    "weighting",
+    "include_observation",
+    "initial_score",
+]
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, ComplementarySAC])
+@pytest.mark.parametrize("knob", sorted(MOVED))
+def test_a_moved_extractor_knob_says_where_it_went(cls, knob):
+    with pytest.raises(ValueError) as error:
+        cls("MlpPolicy", "CartPole-v1" if cls is ComplementaryDQN else "Pendulum-v1", **{knob: 1}, device="cpu")
+    message = str(error.value)
+    assert f"({knob}=" in message and "extractor_kwargs" in message and repr(MOVED[knob]) in message
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN, ComplementarySAC, PrioritizedSAC])
+@pytest.mark.parametrize("knob", REMOVED)
+def test_a_removed_knob_names_itself_and_the_commit_that_had_it(cls, knob):
+    env = "CartPole-v1" if cls in (ComplementaryDQN, PrioritizedDQN) else "Pendulum-v1"
+    with pytest.raises(ValueError) as error:
+        cls("MlpPolicy", env, **{knob: "fifo"}, device="cpu")
+    message = str(error.value)
+    assert f"({knob}=" in message and "8cac570" in message
+
+
+@pytest.mark.parametrize("cls", [PrioritizedDQN, PrioritizedSAC])
+def test_relo_is_removed_from_the_prioritized_classes(cls):
+    env = "CartPole-v1" if cls is PrioritizedDQN else "Pendulum-v1"
+    with pytest.raises(ValueError) as error:
+        cls("MlpPolicy", env, priority="relo", device="cpu")
+    assert "(priority=" in str(error.value) and "8cac570" in str(error.value)
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, ComplementarySAC])
+def test_beta_is_removed_from_the_complementary_classes(cls):
+    env = "CartPole-v1" if cls is ComplementaryDQN else "Pendulum-v1"
+    with pytest.raises(ValueError) as error:
+        cls("MlpPolicy", env, beta=0.4, device="cpu")
+    message = str(error.value)
+    assert "(beta=" in message and "8cac570" in message and "is_exponent" in message
+
+
+def test_the_extractor_training_callback_is_gone():
+    """The model runs the extractor's schedule itself (tests/test_dqn_dropin.py checks it does)."""
+    import sb3_complementary
+
+    assert not hasattr(sb3_complementary, "ExtractorTrainingCallback")
+    assert "ExtractorTrainingCallback" not in sb3_complementary.__all__
 
 
 def test_non_numeric_knob():
@@ -144,28 +257,23 @@ def test_user_replay_buffer_kwargs_are_not_mutated():
 
 
 def test_non_finite_scores_during_training_fall_back_and_training_goes_on(monkeypatch):
-    """An extractor that outputs NaN for some transitions: a warning, floor scores, and learn() completes."""
+    """An extractor that outputs NaN for some transitions: a warning, uniform weights, and learn() completes."""
     model = ComplementaryDQN(
-        "MlpPolicy",
-        "CartPole-v1",
-        **TINY_DQN,
-        **LABEL_REPLAY,
-        contribution="td",
-        refresh_interval=50,
-        extractor_train_freq=50,
-        seed=0,
+        "MlpPolicy", "CartPole-v1", **TINY_DQN, **tiny_extractor(refresh_interval=50, train_freq=50), seed=0
     )
-    original = model.extractor.score
+    original = model.extractor.numpy_logits
+    calls = []
 
     def flaky(features):
-        scores = original(features)
-        scores[::2] = np.nan
-        return scores
+        logits = original(features)
+        logits[::2] = np.nan
+        calls.append(len(logits))
+        return logits
 
-    monkeypatch.setattr(model.extractor, "score", flaky)
+    monkeypatch.setattr(model.extractor, "numpy_logits", flaky)
     with pytest.warns(RuntimeWarning, match="non-finite"):
         model.learn(300)
     buffer = model.replay_buffer
     assert np.all(np.isfinite(buffer.tree.nodes)) and np.all(buffer.tree.nodes >= 0)
     assert np.all(np.isfinite(buffer.scores))
-    assert model.num_timesteps == 300
+    assert model.num_timesteps == 300 and calls, "the buffer was never re-scored with the extractor"

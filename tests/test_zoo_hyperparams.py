@@ -139,7 +139,10 @@ def test_packaged_knobs_equal_the_constructor_defaults(name: str) -> None:
         checked.append(knobs)
         model = algorithm("MlpPolicy", env_id, **small, **knobs)
         for knob in knobs:
-            assert getattr(model, knob) == getattr(baseline, knob), f"{name}.yml [{key}] {knob}"
+            if knob == "extractor_kwargs":  # the YAML spells every key out; the constructor's default is None
+                assert model.extractor_settings == baseline.extractor_settings, f"{name}.yml [{key}] {knob}"
+            else:
+                assert getattr(model, knob) == getattr(baseline, knob), f"{name}.yml [{key}] {knob}"
 
 
 @pytest.mark.parametrize(("name", "key"), ENTRIES, ids=[f"{n}-{k}" for n, k in ENTRIES])
@@ -157,7 +160,7 @@ def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: 
         if key == "atari":
             overrides["buffer_size"] = 500  # the entry's 100k frames would need gigabytes
         if complementary:
-            overrides.update(extractor_train_freq=100, refresh_interval=100)
+            overrides["extractor_kwargs"] = {"train_freq": 100, "refresh_interval": 100}
     else:
         learn = key == LEARN_ENTRY.get(parent, LEARN_ENTRY_CONTINUOUS) or key in ZOO_GOAL_KEYS
         n_timesteps = 50
@@ -166,9 +169,12 @@ def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: 
         if key in ZOO_GOAL_KEYS:  # HER draws from finished episodes: FetchReach's last 50 steps
             n_timesteps, overrides["learning_starts"] = 150, 60
         if complementary:
-            overrides.update(
-                extractor_train_freq=20, refresh_interval=20, extractor_gradient_steps=2, extractor_batch_size=16
-            )
+            overrides["extractor_kwargs"] = {
+                "train_freq": 20,
+                "refresh_interval": 20,
+                "gradient_steps": 2,
+                "batch_size": 16,
+            }
     experiment = manager(tmp_path, name, env_id, n_timesteps=n_timesteps, hyperparams=overrides)
     model, saved = experiment.setup_experiment()
     assert type(model) is ALGOS[name]
@@ -182,9 +188,9 @@ def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: 
     assert model._n_updates > 0
     if entry.get("replay_buffer_class") == "HerReplayBuffer":  # rl-zoo3 read it: our weighted HER buffer
         assert isinstance(model.replay_buffer, HerReplayBuffer) and type(model.replay_buffer) is model.her_buffer_class
-    if complementary and model.importance.learns_labels:
-        assert len(model.label_store) > 0  # the contribution signal labelled trained batches
-    elif complementary and model.candidate_pool:
+    if complementary:
+        assert model.extractor_kwargs == overrides["extractor_kwargs"]  # -params reached the constructor
+    if complementary and model.candidate_pool:
         assert model._selection_rates  # the DQN family's default: every batch was picked from a scored pool
     elif complementary:  # the actor-critic default: uniform draws, unit IS weights
         assert model.alpha == 0.0 and not model._selection_rates
@@ -196,7 +202,8 @@ def test_user_yaml_and_python_conf_files(tmp_path: Path) -> None:
     )
     (tmp_path / "mine.py").write_text(
         "from torch import nn\n"
-        "hyperparams = {'CartPole-v1': dict(n_timesteps=1000, policy='MlpPolicy', coupling_coef=0.5,\n"
+        "hyperparams = {'CartPole-v1': dict(n_timesteps=1000, policy='MlpPolicy',\n"
+        "               extractor_kwargs=dict(lr_ratio=0.5),\n"
         "               policy_kwargs=dict(net_arch=[24], activation_fn=nn.Tanh))}\n"
     )
     model, _ = manager(
@@ -207,7 +214,7 @@ def test_user_yaml_and_python_conf_files(tmp_path: Path) -> None:
     model, _ = manager(
         tmp_path / "b", "complementary_dqn", "CartPole-v1", config=str(tmp_path / "mine.py")
     ).setup_experiment()
-    assert model.coupling_coef == 0.5 and model.policy.q_net.q_net[0].out_features == 24
+    assert model.extractor_settings["lr_ratio"] == 0.5 and model.policy.q_net.q_net[0].out_features == 24
     assert model.policy_kwargs["activation_fn"].__name__ == "Tanh"
 
 
@@ -246,13 +253,15 @@ def test_env_without_entry_or_default_is_refused_with_the_entries() -> None:
 
 def test_unknown_knob_in_a_conf_file_is_a_value_error_naming_it(tmp_path: Path) -> None:
     conf = tmp_path / "typo.yml"
-    conf.write_text("CartPole-v1:\n  n_timesteps: 1000\n  policy: MlpPolicy\n  extractor_lr_ration: 0.3\n")
+    conf.write_text("CartPole-v1:\n  n_timesteps: 1000\n  policy: MlpPolicy\n  extractor_kwarg: 'dict(lr_ratio=0.3)'\n")
     experiment = manager(tmp_path, "complementary_dqn", "CartPole-v1", config=str(conf))
-    with pytest.raises(ValueError, match=r"'extractor_lr_ration' \(did you mean 'extractor_lr_ratio'"):
+    with pytest.raises(ValueError, match=r"'extractor_kwarg' \(did you mean 'extractor_kwargs'"):
         experiment.read_hyperparameters()
     # A knob of another algorithm is unknown too: PrioritizedDQN has no extractor.
-    conf.write_text("CartPole-v1:\n  n_timesteps: 1000\n  policy: MlpPolicy\n  coupling_coef: 0.3\n")
-    with pytest.raises(ValueError, match="unknown hyperparameter for PrioritizedDQN: 'coupling_coef'"):
+    conf.write_text(
+        "CartPole-v1:\n  n_timesteps: 1000\n  policy: MlpPolicy\n  extractor_kwargs: 'dict(lr_ratio=0.3)'\n"
+    )
+    with pytest.raises(ValueError, match="unknown hyperparameter for PrioritizedDQN: 'extractor_kwargs'"):
         manager(tmp_path, "prioritized_dqn", "CartPole-v1", config=str(conf)).read_hyperparameters()
 
 
@@ -279,9 +288,9 @@ def test_key_check_accepts_every_rl_zoo3_file() -> None:
 
 def test_constructor_parameters_follow_kwargs_to_dqn() -> None:
     names = constructor_parameters(ComplementaryDQN)
-    assert {"coupling_coef", "alpha", "buffer_size", "target_update_interval", "policy"} <= names
+    assert {"extractor_kwargs", "alpha", "buffer_size", "target_update_interval", "policy"} <= names
     assert "_init_setup_model" not in names
-    assert "coupling_coef" not in constructor_parameters(ALGOS["prioritized_dqn"])
+    assert "extractor_kwargs" not in constructor_parameters(ALGOS["prioritized_dqn"])
 
 
 def test_storage_plain_path_is_a_sqlite_file(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 """How sharp is the fast/slow density ratio, and which temperature makes it change the draws?
 
 The pilot that set attempt 6's screen knobs (docs/benchmarks/history.md, attempt 6). It trains
-ComplementaryDQN with ``contribution="density_ratio"`` (sampling, temperature 1.5, alpha 1) on
-CartPole-v1 with rl-zoo3's DQN hyperparameters, seed 0, and every 2,500 steps prints the
-classifier's held-out ROC AUC and, from the same logits, the ESS fraction of the replay
-distribution (25% uniform share, cap 10) that each temperature would give::
+ComplementaryDQN with ``contribution="density_ratio"`` (drawn from the sum tree, as attempt 6 ran it
+before the candidate pool existed: ``candidate_pool=0``; temperature 1.5, alpha 1) on CartPole-v1
+with rl-zoo3's DQN hyperparameters, seed 0, and every 2,500 steps prints the classifier's held-out
+ROC AUC and, from the same logits, the ESS fraction of the replay distribution (25% uniform share,
+cap 10) that each temperature would give::
 
     python docs/benchmarks/diagnostics/ratio_temperature.py --gradient-steps 16 --steps 25000
     python docs/benchmarks/diagnostics/ratio_temperature.py --gradient-steps 64 --steps 25000
@@ -26,7 +27,6 @@ from stable_baselines3.common.callbacks import BaseCallback
 from sb3_complementary import ComplementaryDQN
 from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary.common import density_ratio
-from sb3_complementary.common.importance import DensityRatioImportance
 
 TEMPERATURES = (1.0, 1.5, 2.0, 3.0, 5.0)
 
@@ -44,9 +44,9 @@ class Checkpoints(BaseCallback):
         buffer = model.replay_buffer
         row = {"timestep": self.num_timesteps, "roc_auc": model.extractor_auc}
         if np.isfinite(model.extractor_auc):
-            logits = DensityRatioImportance.logits(model, buffer.valid_indices())
+            logits = model.extractor.numpy_logits(buffer.ratio_inputs(buffer.valid_indices()))
             for temperature in TEMPERATURES:
-                w = density_ratio.ratio_weights(logits, temperature, model.ratio_cap)
+                w = density_ratio.ratio_weights(logits, temperature, model.extractor_settings["cap"])
                 p = buffer.uniform_fraction / len(w) + (1 - buffer.uniform_fraction) * w / w.sum()
                 row[f"ess_T{temperature:g}"] = float(1 / (len(w) * np.sum(p**2)))
         print(json.dumps(row), flush=True)
@@ -68,9 +68,8 @@ def main() -> None:
         seed=args.seed,
         contribution="density_ratio",
         alpha=1.0,
-        initial_score="neutral",
-        ratio_temperature=1.5,
-        extractor_gradient_steps=args.gradient_steps,
+        candidate_pool=0,
+        extractor_kwargs={"temperature": 1.5, "gradient_steps": args.gradient_steps},
         **constructor_kwargs(zoo_hyperparams("CartPole-v1")),
     )
     rows: list[dict] = []

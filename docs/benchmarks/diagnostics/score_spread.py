@@ -1,4 +1,7 @@
 """
+Needs commit 8cac570 (``git checkout 8cac570``): it reads the label store and the label signals
+(``contribution="td" | "influence" | "outcome"``), removed after that commit (docs/changelog.md).
+
 Is the learned replay distribution informative? Train one seed with the study's zoo hyperparameters
 and print, at five points, how far the sampling distribution is from uniform and how well the
 experience extractor predicts the labels it is fitted on.
