@@ -76,8 +76,8 @@ class ReplaySetupMixin(ReplayPersistenceMixin, _Base):
         doubled = sorted(set(BUFFER_KNOBS) & set(self.replay_buffer_kwargs or {}))
         if doubled:
             raise ValueError(
-                f"replay_buffer_kwargs sets {doubled}: these are knobs of {type(self).__name__} itself "
-                f"(pass them to its constructor, once)"
+                f"replay_buffer_kwargs sets {doubled}: {type(self).__name__} sets these on its buffer itself "
+                f"(pass the ones its constructor takes to the constructor, once)"
             )
         self.alpha = alpha
         self.epsilon = epsilon

@@ -3,7 +3,7 @@
 
 The current task is reported as ``info["task_id"]`` (and ``info["task_name"]``) at reset and at
 every step, which is where the replay buffer's task-id feature comes from
-(:class:`~sb3_complementary.common.features.TransitionFeatures` reads ``info["task_id"]``), and
+(the buffer stores ``info["task_id"]`` in ``task_ids``), and
 optionally as a one-hot block appended to the observation, for policies that should condition
 on the task.
 """

@@ -14,7 +14,7 @@ Adding an algorithm is one line in :data:`ZOO_ALGORITHMS` plus its packaged
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 
@@ -28,6 +28,7 @@ from sb3_complementary.tqc import ComplementaryTQC
 from sb3_complementary.zoo.search_space import (
     KnobSampler,
     ZooSampler,
+    extend_converter,
     extend_sampler,
     sample_complementary_knobs,
     sample_replay_knobs,
@@ -109,7 +110,7 @@ def register_algorithms() -> None:
         ALGOS[entry.name] = entry.algorithm
         if entry.parent in HYPERPARAMS_SAMPLER and entry.parent in HYPERPARAMS_CONVERTER:
             HYPERPARAMS_SAMPLER[entry.name] = extend_sampler(HYPERPARAMS_SAMPLER[entry.parent], entry.knobs)
-            HYPERPARAMS_CONVERTER[entry.name] = HYPERPARAMS_CONVERTER[entry.parent]
+            HYPERPARAMS_CONVERTER[entry.name] = cast("Any", extend_converter(HYPERPARAMS_CONVERTER[entry.parent]))
         else:  # rl-zoo3 has no search space for the parent (crossq): train/enjoy work, -optimize says why not
             HYPERPARAMS_SAMPLER[entry.name] = _no_search_space(entry)
 

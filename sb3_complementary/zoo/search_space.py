@@ -6,10 +6,11 @@ and calls it as ``sampler(trial, n_actions, n_envs, additional_args)``; the samp
 constructor keyword arguments. :func:`extend_sampler` builds ours: the parent's sampler (DQN's
 for the DQN family) followed by a knob sampler from this module.
 
-The knobs are suggested under their constructor names, so a stored trial converts back to
-keyword arguments with the parent's ``HYPERPARAMS_CONVERTER`` (``--trial-id``): the converter
-rewrites the parent's own encoded parameters (``one_minus_gamma``, ``batch_size_pow``,
-``net_arch``, ...) and passes every other parameter through unchanged.
+The replay knobs are suggested under their constructor names and the extractor's settings as
+``extractor_<key>``, so a stored trial converts back to keyword arguments (``--trial-id``) with
+:func:`extend_converter`: the parent's ``HYPERPARAMS_CONVERTER`` rewrites its own encoded
+parameters (``one_minus_gamma``, ``batch_size_pow``, ``net_arch``, ...), and the
+``extractor_<key>`` ones are nested back into ``extractor_kwargs``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,7 @@ def sample_complementary_knobs(trial: optuna.Trial) -> dict[str, Any]:
     :param trial: The Optuna trial.
     :return: The replay knobs and ``extractor_kwargs`` with ``lr_ratio`` (log, [0.03, 1]) and
         ``refresh_interval`` (log, [250, 4000] env steps), suggested as ``extractor_lr_ratio`` and
-        ``extractor_refresh_interval`` (a stored trial's parameters are flat: nest these two back
-        into ``extractor_kwargs`` to rebuild the model).
+        ``extractor_refresh_interval`` (:func:`extend_converter` nests a stored trial's back).
     """
     return {
         **sample_replay_knobs(trial),
@@ -80,3 +80,26 @@ def extend_sampler(parent: ZooSampler, knobs: KnobSampler) -> ZooSampler:
     sample.__name__ = f"{getattr(parent, '__name__', 'parent')}+{knobs.__name__}"
     sample.__doc__ = f"rl-zoo3 sampler: {getattr(parent, '__name__', 'parent')} then {knobs.__name__}."
     return sample
+
+
+#: Prefix of the trial parameters that :func:`extend_converter` nests into ``extractor_kwargs``.
+EXTRACTOR_PREFIX = "extractor_"
+
+
+def extend_converter(parent: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """
+    A rl-zoo3 converter (stored trial parameters -> constructor kwargs) for our algorithms.
+
+    :param parent: The parent algorithm's ``HYPERPARAMS_CONVERTER`` entry.
+    :return: A converter that runs the parent's, then nests every ``extractor_<key>`` parameter into
+        ``extractor_kwargs`` (a trial's parameters are flat; the constructor takes a dict).
+    """
+
+    def convert(params: dict[str, Any]) -> dict[str, Any]:
+        kwargs = dict(parent(params))
+        nested = {k[len(EXTRACTOR_PREFIX) :]: kwargs.pop(k) for k in list(kwargs) if k.startswith(EXTRACTOR_PREFIX)}
+        if nested:
+            kwargs["extractor_kwargs"] = {**kwargs.get("extractor_kwargs", {}), **nested}
+        return kwargs
+
+    return convert
