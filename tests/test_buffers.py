@@ -272,7 +272,7 @@ def test_optimize_memory_usage_refresh_keeps_invalid_row_out():
         assert not np.any(buffer.sample_weighted(16).indices // 2 == buffer.pos)
 
 
-# --------------------------------------------------------------------------- episode returns
+# --------------------------------------------------------------------------- terminals
 
 
 def add_rows(buffer, rewards, dones, timeouts=None):
@@ -287,46 +287,10 @@ def add_rows(buffer, rewards, dones, timeouts=None):
                    np.asarray(dones[t], dtype=np.float32), infos)  # fmt: skip
 
 
-def test_episode_returns_back_filled_per_env():
-    buffer = make_buffer(40, n_envs=2)  # 20 rows per env: no wrap here
-    # env 0: episodes of length 2 (rewards 1, 2 | 3, 4 | 5, ...); env 1: one episode of length 5 (10, 20, ...).
-    rewards = [[1, 10], [2, 20], [3, 30], [4, 40], [5, 50], [6, 1]]
-    dones = [[0, 0], [1, 0], [0, 0], [1, 0], [0, 1], [1, 0]]
-    add_rows(buffer, rewards[:2], dones[:2])
-    ret = buffer.features.episode_return
-    np.testing.assert_array_equal(ret[:2, 0], [3, 3])  # env 0's first episode ended: back-filled
-    np.testing.assert_array_equal(ret[:2, 1], [10, 30])  # env 1's still running: return so far
-    add_rows(buffer, rewards[2:], dones[2:])
-    np.testing.assert_array_equal(ret[:6, 0], [3, 3, 7, 7, 11, 11])
-    np.testing.assert_array_equal(ret[:6, 1], [150, 150, 150, 150, 150, 1])
-    np.testing.assert_array_equal(buffer.features.episode_position[:6, 0], [0, 1, 0, 1, 0, 1])
-    np.testing.assert_array_equal(buffer.features.episode_position[:6, 1], [0, 1, 2, 3, 4, 0])
-    assert sorted(buffer.features.pop_finished_returns()) == [3, 7, 11, 150]
-    assert buffer.features.pop_finished_returns() == []
-
-
-def test_episode_returns_back_filled_across_ring_wrap():
-    buffer = make_buffer(8, n_envs=2)  # 4 rows per env
-    # env 0: episodes of 3 steps, the second one wraps (rows 3, 0, 1).
-    # env 1: a 6-step episode, longer than the ring: every row it still holds gets the final return.
-    rewards = [[1, 1], [1, 2], [1, 3], [2, 4], [2, 5], [2, 6], [0, 100]]
-    dones = [[0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [1, 1], [0, 0]]
-    add_rows(buffer, rewards[:6], dones[:6])
-    ret = buffer.features.episode_return
-    # Rows now hold steps: row0 = t4, row1 = t5, row2 = t2, row3 = t3.
-    np.testing.assert_array_equal(ret[:, 0], [6, 6, 3, 6])
-    np.testing.assert_array_equal(ret[:, 1], [21, 21, 21, 21])
-    add_rows(buffer, rewards[6:], dones[6:])  # row 2 is overwritten by a new episode's first step
-    np.testing.assert_array_equal(ret[:, 0], [6, 6, 0, 6])
-    np.testing.assert_array_equal(ret[:, 1], [21, 21, 100, 21])
-    assert sorted(buffer.features.pop_finished_returns()) == [3, 6, 21]
-
-
-def test_timeouts_are_features_and_not_terminals():
+def test_timeouts_are_not_terminals():
     buffer = make_buffer(10)
     add_rows(buffer, [[1], [1], [1]], [[0], [1], [1]], timeouts=[[0], [1], [0]])
-    np.testing.assert_array_equal(buffer.features.timeout[:3, 0], [0, 1, 0])
-    np.testing.assert_array_equal(buffer.features.terminal[:3, 0], [0, 0, 1])
+    np.testing.assert_array_equal(buffer.terminals[:3, 0], [0, 0, 1])
     samples = buffer.get_samples_at(np.arange(3))
     np.testing.assert_array_equal(samples.dones.numpy().reshape(-1), [0, 0, 1])
 
@@ -393,14 +357,6 @@ def test_new_transitions_get_the_initial_score():
     assert neutral.scores[2] == 0.5
 
 
-def test_record_use_counts_duplicates_and_stores_td():
-    buffer = make_buffer(20)
-    fill_buffer(buffer, 6)
-    buffer.record_use(np.array([1, 1, 4]), np.array([0.5, 0.7, 2.0]))
-    assert buffer.features.sample_count.reshape(-1)[[1, 4, 0]].tolist() == [2, 1, 0]
-    assert buffer.features.td_abs.reshape(-1)[4] == 2.0
-
-
 # --------------------------------------------------------------------------- Dict variant
 
 DICT_OBS = spaces.Dict({"vec": spaces.Box(-1, 1, (2,), np.float32), "img": spaces.Box(0, 255, (4, 4, 1), np.uint8)})
@@ -448,7 +404,7 @@ def test_dict_variant_rejects_flat_space_and_optimize_memory():
         )
 
 
-def test_unsupported_action_space_in_features_names_the_space():
+def test_unsupported_action_space_of_the_extractor_inputs_names_the_space():
     with pytest.raises(ValueError, match="Tuple"):
         ComplementaryReplayBuffer(10, OBS, spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), device="cpu")
 

@@ -9,7 +9,8 @@ import torch as th
 from gymnasium import spaces
 
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, ExperienceExtractor
-from sb3_complementary.common import density_ratio
+from sb3_complementary.common.extractor import HOLDOUT_MODULUS, fit_classifier, held_out, held_out_auc, ratio_weights
+from sb3_complementary.common.extractor_settings import MIN_FAST_MEMORY
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR, tiny_extractor
 
 DENSITY: dict[str, Any] = {
@@ -39,8 +40,8 @@ def fitted_auc(buffer: ComplementaryReplayBuffer, n_fast: int, steps: int = 300)
     th.manual_seed(0)
     extractor = ExperienceExtractor(buffer.ratio_input_dim, [32], learning_rate=3e-3)
     rng = np.random.default_rng(0)
-    density_ratio.fit_classifier(extractor, buffer, n_fast, steps, 128, rng)
-    return density_ratio.held_out_auc(extractor, buffer, n_fast, rng)
+    fit_classifier(extractor, buffer, n_fast, steps, 128, rng)
+    return held_out_auc(extractor, buffer, n_fast, rng)
 
 
 # ------------------------------------------------------------------ what the classifier learns
@@ -65,7 +66,7 @@ def test_a_constant_classifier_has_an_auc_of_one_half():
     with th.no_grad():
         for parameter in extractor.parameters():
             parameter.zero_()  # every logit 0: every fast/slow pair is a tie
-    assert density_ratio.held_out_auc(extractor, buffer, 100, np.random.default_rng(0)) == 0.5
+    assert held_out_auc(extractor, buffer, 100, np.random.default_rng(0)) == 0.5
 
 
 def test_classifier_cannot_separate_by_recency_alone():
@@ -102,9 +103,9 @@ def test_fits_never_train_on_the_held_out_slice(monkeypatch):
         return original(indices)
 
     monkeypatch.setattr(buffer, "ratio_inputs", recording)
-    density_ratio.fit_classifier(extractor, buffer, 100, 20, 64, np.random.default_rng(0))
+    fit_classifier(extractor, buffer, 100, 20, 64, np.random.default_rng(0))
     trained = np.concatenate(seen)
-    assert not density_ratio.held_out(trained, buffer.n_envs).any()
+    assert not held_out(trained, buffer.n_envs).any()
     fast = trained.reshape(20, 64)[:, :32]
     assert fast.min() >= 700  # the first half of every batch is the fast memory
 
@@ -112,7 +113,7 @@ def test_fits_never_train_on_the_held_out_slice(monkeypatch):
 # ------------------------------------------------------------------ the weights
 def test_ratio_weights_are_tempered_self_normalised_and_capped():
     logits = np.random.default_rng(0).normal(scale=2.0, size=5000)
-    sharp = density_ratio.ratio_weights(logits, temperature=1.0, cap=1e9)
+    sharp = ratio_weights(logits, temperature=1.0, cap=1e9)
     np.testing.assert_allclose(sharp.mean(), 1.0, rtol=1e-5)
     np.testing.assert_allclose(sharp, np.exp(logits) / np.exp(logits).mean(), rtol=1e-4)
     assert np.all(np.diff(sharp[np.argsort(logits)]) >= 0)  # monotone in the classifier's odds
@@ -120,16 +121,16 @@ def test_ratio_weights_are_tempered_self_normalised_and_capped():
     def ess(w: np.ndarray) -> float:
         return float(w.mean() ** 2 / (w**2).mean())
 
-    flat = density_ratio.ratio_weights(logits, temperature=4.0, cap=1e9)
+    flat = ratio_weights(logits, temperature=4.0, cap=1e9)
     assert ess(flat) > ess(sharp)
-    capped = density_ratio.ratio_weights(logits, temperature=1.0, cap=3.0)
+    capped = ratio_weights(logits, temperature=1.0, cap=3.0)
     assert capped.max() == pytest.approx(3.0) and (sharp > 3).any()
 
 
 def test_non_finite_logits_get_the_uniform_weight_with_a_warning():
     logits = np.array([0.0, np.nan, 1.0, np.inf, -1.0])
     with pytest.warns(RuntimeWarning, match="2 non-finite extractor outputs"):
-        weights = density_ratio.ratio_weights(logits, temperature=1.0, cap=10.0)
+        weights = ratio_weights(logits, temperature=1.0, cap=10.0)
     assert weights[1] == weights[3] == 1.0
     np.testing.assert_allclose(weights[[0, 2, 4]].mean(), 1.0, rtol=1e-6)
 
@@ -174,11 +175,11 @@ def test_a_buffer_too_small_for_the_classifier_says_so():
 def test_the_held_out_slice_spans_every_env_and_every_env_is_trained_on(n_envs):
     rows = 64
     indices = np.arange(rows * n_envs)
-    held = density_ratio.held_out(indices, n_envs)
+    held = held_out(indices, n_envs)
     envs = indices % n_envs
     assert set(envs[held]) == set(range(n_envs))
     assert set(envs[~held]) == set(range(n_envs))
-    assert held.mean() == pytest.approx(1 / density_ratio.HOLDOUT_MODULUS)
+    assert held.mean() == pytest.approx(1 / HOLDOUT_MODULUS)
     if n_envs == 1:  # one env: the slice of the studies, every 8th transition
         np.testing.assert_array_equal(held, indices % 8 == 0)
 
@@ -186,9 +187,9 @@ def test_the_held_out_slice_spans_every_env_and_every_env_is_trained_on(n_envs):
 @pytest.mark.parametrize("n_envs", [2, 8])
 def test_the_fast_memory_holds_held_out_rows_with_many_envs(n_envs):
     buffer = shifted_buffer(200, 20, shift=3.0, n_envs=n_envs)
-    fast = buffer.recent_indices(density_ratio.MIN_FAST_MEMORY)
-    assert density_ratio.held_out(fast, n_envs).any()
-    assert np.isfinite(fitted_auc(buffer, density_ratio.MIN_FAST_MEMORY, steps=50))
+    fast = buffer.recent_indices(MIN_FAST_MEMORY)
+    assert held_out(fast, n_envs).any()
+    assert np.isfinite(fitted_auc(buffer, MIN_FAST_MEMORY, steps=50))
 
 
 def test_fast_memory_waits_for_a_buffer_twice_its_size():

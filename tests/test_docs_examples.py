@@ -205,7 +205,7 @@ def test_shell_examples_name_what_exists(page: str) -> None:
 
 def logged_metrics() -> set[str]:
     """Every ``complementary/...`` key the package logs, with ``{k}`` for a per-task or per-quartile index."""
-    from sb3_complementary.common.complementary_mixin import ComplementaryMixin
+    from sb3_complementary.common.replay_algorithm import ComplementaryMixin
 
     keys: set[str] = set()
     for source in (ROOT / "sb3_complementary").rglob("*.py"):

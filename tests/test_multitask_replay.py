@@ -2,18 +2,27 @@
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env
 
-from sb3_complementary import ComplementaryDQN, MultiTaskEnv
-from sb3_complementary.common.tasks import task_shares
+from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, MultiTaskEnv
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR
 
 
 def test_task_shares():
-    shares = task_shares(np.array([0, 0, 0, 1]), np.array([0.1, 0.1, 0.1, 0.7]))
+    """The buffer's per-task sampling and data shares, from the stored task ids and the scores."""
+    buffer = ComplementaryReplayBuffer(
+        4, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), device="cpu", alpha=1.0, epsilon=1e-9
+    )
+    assert buffer.task_shares() == {}  # an empty buffer
+    for task in (0, 0, 0, 1):
+        obs = np.zeros((1, 1), dtype=np.float32)
+        buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{"task_id": task}])
+    buffer.set_all_scores(buffer.valid_indices(), np.array([0.1, 0.1, 0.1, 0.7]))
+    shares = buffer.task_shares()
     assert shares.keys() == {0, 1}
     assert shares[0] == pytest.approx((0.3, 0.75)) and shares[1] == pytest.approx((0.7, 0.25))
-    assert task_shares(np.array([]), np.array([])) == {}
+    assert buffer.task_shares(np.array([3])) == {1: (1.0, 1.0)}  # one task among the given indices
 
 
 def tiny_multitask_model(**overrides):
@@ -27,7 +36,7 @@ def test_short_multitask_learn_logs_per_task_shares(recording_logger):
     model.set_logger(logger)
     model.learn(500, log_interval=1)
     buffer = model.replay_buffer
-    stored = buffer.features.task_id[: buffer.size()]
+    stored = buffer.task_ids[: buffer.size()]
     assert set(np.unique(stored)) == {0, 1, 2, 3, 4}  # the buffer's task feature is filled from info["task_id"]
     sample_shares = [writer.values(f"complementary/task_{k}_sample_share") for k in range(5)]
     data_shares = [writer.values(f"complementary/task_{k}_data_share") for k in range(5)]

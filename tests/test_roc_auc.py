@@ -5,7 +5,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sb3_complementary.common.roc_auc import average_ranks, roc_auc
+from sb3_complementary.common.extractor import average_ranks, roc_auc
 
 
 def pairwise_auc(labels: np.ndarray, scores: np.ndarray) -> float:

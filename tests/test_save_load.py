@@ -11,19 +11,8 @@ from stable_baselines3 import DQN
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
 from tests.conftest import TINY_DQN, make_model
 
-FEATURE_ARRAYS = (
-    "reward",
-    "terminal",
-    "timeout",
-    "td_abs",
-    "td_step",
-    "insert_step",
-    "sample_count",
-    "episode_return",
-    "episode_position",
-    "task_id",
-    "action",
-)
+#: What the buffer stores per transition beside the observations: SB3's arrays and the terminal flag and task id.
+STORED_ARRAYS = ("actions", "rewards", "dones", "timeouts", "terminals", "task_ids")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +61,7 @@ def test_round_trip_predictions_and_extractor(trained):
     assert loaded.extractor_settings == model.extractor_settings and loaded.extractor_settings["net_arch"] == [16]
 
 
-def test_replay_buffer_round_trip_keeps_scores_features_and_tree(trained):
+def test_replay_buffer_round_trip_keeps_scores_stored_arrays_and_tree(trained):
     model, folder = trained
     loaded = ComplementaryDQN.load(folder / "model.zip", device="cpu")
     loaded.load_replay_buffer(folder / "buffer.pkl")
@@ -81,8 +70,8 @@ def test_replay_buffer_round_trip_keeps_scores_features_and_tree(trained):
     assert restored.pos == original.pos and restored.full == original.full and restored.n_added == original.n_added
     np.testing.assert_array_equal(restored.observations, original.observations)
     np.testing.assert_array_equal(restored.scores, original.scores)
-    for name in FEATURE_ARRAYS:
-        np.testing.assert_array_equal(getattr(restored.features, name), getattr(original.features, name), name)
+    for name in STORED_ARRAYS:
+        np.testing.assert_array_equal(getattr(restored, name), getattr(original, name), name)
     # Same tree, also after any lazily pending scores are applied.
     for buffer in (original, restored):
         buffer.sample_weighted(1)
@@ -168,7 +157,7 @@ def test_plain_sb3_buffer_is_migrated_with_a_warning(tmp_path, n_envs):
     np.testing.assert_array_equal(new.rewards[: old.buffer_size], old.rewards[order])
     new.sample_weighted(1)
     assert new.tree.total > 0 and np.all(new.tree.leaves[: new.size() * n_envs] > 0)
-    assert np.any(new.features.terminal)  # CartPole episodes ended inside the window
+    assert np.any(new.terminals)  # CartPole episodes ended inside the window
     model.learn(100, reset_num_timesteps=False)  # and training goes on
     assert model.replay_buffer.n_added >= old.size() + 100 // n_envs
 

@@ -23,7 +23,7 @@ from sb3_complementary import (
     PrioritizedSAC,
     PrioritizedTD3,
 )
-from sb3_complementary.common.extractor import EXTRACTOR_DEFAULTS
+from sb3_complementary.common.extractor_settings import EXTRACTOR_DEFAULTS
 from sb3_complementary.zoo import ZOO_ALGORITHMS, register_algorithms
 from sb3_complementary.zoo.inference import INFERENCE_LOAD_KWARGS, inference_algorithms
 from sb3_complementary.zoo.registry import zoo_algorithm
@@ -81,8 +81,15 @@ def test_registration_fills_every_rl_zoo3_table() -> None:
         assert ALGOS[entry.name] is entry.algorithm
         assert issubclass(entry.algorithm, ALGOS[entry.parent])
         assert entry.name in HYPERPARAMS_SAMPLER
-        if entry.name in TUNABLE:
-            assert HYPERPARAMS_CONVERTER[entry.name] is HYPERPARAMS_CONVERTER[entry.parent]
+        if entry.name in TUNABLE:  # the registered converter is the parent's on the parent's own parameters
+            trial = _trial(0)
+            HYPERPARAMS_SAMPLER[entry.parent](trial, 1, 1, dict(ARGS))
+            ours = HYPERPARAMS_CONVERTER[entry.name](trial.params)
+            parents = HYPERPARAMS_CONVERTER[entry.parent](trial.params)
+            assert ours.keys() == parents.keys(), entry.name
+            assert {k: v for k, v in ours.items() if k not in UNCOMPARABLE} == {
+                k: v for k, v in parents.items() if k not in UNCOMPARABLE
+            }, entry.name
         assert entry.hyperparams_file.is_file()
     assert zoo_algorithm("dqn") is None
 
@@ -146,12 +153,6 @@ def test_sampled_trials_build_models(seed: int) -> None:
             assert value == sampled[knob] or (isinstance(value, float) and math.isclose(value, sampled[knob]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zoo/registry.py registers the parent's HYPERPARAMS_CONVERTER for the Complementary algorithms: "
-    "a stored trial converts to flat extractor_lr_ratio / extractor_refresh_interval, which the constructor "
-    "refuses (they belong in extractor_kwargs), so --trial-id cannot rebuild a Complementary model",
-)
 @pytest.mark.parametrize("name", ["complementary_dqn", "complementary_sac"])
 def test_a_stored_trial_converts_back_to_the_sampled_knobs(name: str) -> None:
     """``--trial-id``: the registered converter turns a stored (flat) trial back into the sampled kwargs."""
