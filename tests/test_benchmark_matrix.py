@@ -327,7 +327,9 @@ def test_every_contender_of_a_committed_matrix_builds(name: str) -> None:
         env = make_env(entry.env_id, entry.env_kwargs, entry.wrappers)
         model = cls(entry.hyperparams.policy, env, _init_setup_model=False, **kwargs)
         for key in ("contribution", "alpha", "candidate_pool", "uniform_fraction", "score_floor"):
-            if key in contender.kwargs:
+            if key == "alpha" and contender.kwargs.get(key) == "auto":  # learned: alpha holds the current strength
+                assert model.learned_strength, contender.name
+            elif key in contender.kwargs:
                 assert getattr(model, key) == contender.kwargs[key], (contender.name, key)
         if "extractor_kwargs" in contender.kwargs:
             assert model.extractor_kwargs == contender.kwargs["extractor_kwargs"], contender.name
