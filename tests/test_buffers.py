@@ -428,7 +428,7 @@ def test_ratio_inputs_of_a_flat_observation_and_of_an_image():
 def test_memory_overhead_at_1m_transitions_matches_the_documented_figure():
     """docs/performance.md quotes the extra bytes per transition; a 1M-capacity buffer stays within 10% of it."""
     text = (Path(__file__).parents[1] / "docs" / "performance.md").read_text()
-    documented = float(re.search(r"\*\*(\d+) bytes\*\*, whatever the observation", text).group(1))
+    documented = float(re.search(r"\*\*([\d.]+) bytes\*\*, whatever the observation", text).group(1))
     space = spaces.Box(-1, 1, (8,), np.float32)
     buffer = ComplementaryReplayBuffer(1_000_000, space, spaces.Discrete(4), device="cpu")
     assert buffer.overhead_bytes() / 1_000_000 == pytest.approx(documented, rel=0.10)

@@ -146,7 +146,7 @@ def default_path_files() -> set[str]:
     files: set[str] = set()
     root = str(PACKAGE) + "/"
 
-    def profile(frame, event, arg):  # noqa: ARG001
+    def profile(frame, event, arg):
         if frame.f_code.co_filename.startswith(root):
             files.add(frame.f_code.co_filename[len(root) :])
 
