@@ -25,12 +25,12 @@ import ast
 import gymnasium as gym
 import numpy as np
 import torch as th
+from sb3_complementary.common.features import SCALAR_FEATURES
 from scipy.stats import mannwhitneyu, spearmanr
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_complementary import ComplementaryDQN, PrioritizedDQN
 from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
-from sb3_complementary.common.features import SCALAR_FEATURES
 
 TD_FEATURE = SCALAR_FEATURES.index("td_abs")  # column of the stored |TD| in the feature matrix
 
