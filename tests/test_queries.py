@@ -1,0 +1,64 @@
+"""Queries never write: asking the model or its buffer what the replay does leaves training unchanged, bit for bit."""
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+
+from sb3_complementary import ComplementaryDQN
+from sb3_complementary.common.extractor import held_out_auc
+
+SETTINGS = {"train_freq": 300, "refresh_interval": 300, "fast_memory": 200}
+
+
+class AskEverything(BaseCallback):
+    """At every env step, every query a user or a logger may make, plus a held-out AUC on ``rng``."""
+
+    def __init__(self, rng_of: Any) -> None:
+        super().__init__()
+        self.rng_of = rng_of
+
+    def _on_step(self) -> bool:
+        model = self.model
+        model.replay_diagnostics()
+        model.sampling_ess_fraction()
+        buffer = model.replay_buffer
+        if buffer.size() > 2 * model.extractor_settings["fast_memory"]:
+            buffer.ess_fraction()
+            buffer.replay_weights()
+            buffer.overhead_bytes()
+            held_out_auc(model.extractor, buffer, model.extractor_settings["fast_memory"], self.rng_of(model))
+        return True
+
+
+def _train(callback: BaseCallback | None, candidate_pool: int = 4) -> tuple[list[th.Tensor], np.ndarray]:
+    model = ComplementaryDQN(
+        "MlpPolicy",
+        "CartPole-v1",
+        seed=3,
+        learning_starts=300,
+        buffer_size=2000,
+        candidate_pool=candidate_pool,
+        extractor_kwargs=SETTINGS,
+    )
+    model.learn(2500, callback=callback)
+    return [p.detach().clone() for p in model.policy.parameters()], model.replay_buffer.scores.copy()
+
+
+@pytest.mark.parametrize("candidate_pool", [4, 0])
+def test_queries_leave_training_bit_for_bit(candidate_pool: int) -> None:
+    params, scores = _train(None, candidate_pool)
+    asked_params, asked_scores = _train(AskEverything(lambda model: model.auc_rng), candidate_pool)
+    for a, b in zip(params, asked_params, strict=True):
+        assert th.equal(a, b)
+    np.testing.assert_array_equal(scores, asked_scores)
+
+
+def test_the_check_can_fail_a_query_on_the_training_generator_changes_training() -> None:
+    # What the AUC did before 53be4dc: its held-out sample came from replay_rng, the generator of
+    # the classifier's mini-batches, so asking for it moved the next fit and the scores.
+    _, scores = _train(None)
+    _, asked_scores = _train(AskEverything(lambda model: model.replay_rng))
+    assert not np.array_equal(scores, asked_scores)
