@@ -146,6 +146,10 @@ def test_auto_sets_the_draws_strength_per_window_and_credits_the_returns() -> No
     assert model.replay_buffer.alpha == model.alpha == credit.strength
     assert len(credit.bandit.raw_rewards) > 0  # episodes ended in consecutive windows: credit was given
     assert not np.allclose(credit.bandit.probabilities(), 1 / 3)
+    diagnostics = model.replay_diagnostics()  # what the bandit learned, for the run file and the logger
+    assert diagnostics["strength"] == model.alpha
+    probabilities = [diagnostics[f"p_strength_{s:g}"] for s in credit.bandit.strengths]
+    np.testing.assert_allclose(probabilities, credit.bandit.probabilities())
 
 
 def test_auto_survives_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -168,6 +172,7 @@ def test_the_default_has_no_learned_strength() -> None:
 
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0)
     assert model.strength_credit is None and not model.learned_strength and model.alpha == 1.0
+    assert "strength" not in model.replay_diagnostics()
 
 
 @pytest.mark.parametrize(
