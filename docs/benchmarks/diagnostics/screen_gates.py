@@ -12,7 +12,15 @@ For each candidate, on the entries where every named contender has all its seeds
    stratified-bootstrap 95% CI, and P(candidate > control).
 
 The IQM ratios to DQN and PER on the same entries are printed too, over all complete entries and
-per suite (classic, non-stationary). Usage::
+per suite (classic, non-stationary). Since 2026-12-06 (issue 31) two more gates:
+
+4. **No harm**: on every entry the candidate's mean normalised AUC is at least 0.95x DQN's.
+5. **The learned part matters** (with ``--fixed``, the same machinery with a fixed selection):
+   P(candidate > fixed) has a lower CI bound above 0.5 over both suites together, and the candidate
+   is not worse on either suite alone (its IQM ratio's CI does not lie wholly below 1).
+
+A learned selection strength (``alpha="auto"``) also shows the strength it used after warm-up
+(``strength``), per entry. Usage::
 
     python docs/benchmarks/diagnostics/screen_gates.py docs/benchmarks/screen/runs \\
         --candidates density-sampling,density-loss --control density-control --out docs/benchmarks/screen/gates.md
@@ -37,7 +45,7 @@ from sb3_complementary.benchmark.report import (
 )
 from sb3_complementary.benchmark.report.goals import probability_of_improvement
 
-AUC_GATE, ESS_GATE = 0.65, 0.9
+AUC_GATE, ESS_GATE, HARM_GATE = 0.65, 0.9, 0.95
 #: The protocol's two suites, as the screen's entries are named.
 SUITES = (
     "classic=CartPole-v1,MountainCar-v0,LunarLander-v3;"
@@ -107,7 +115,8 @@ def main() -> None:
     parser.add_argument("runs", type=Path)
     parser.add_argument("--candidates", required=True)
     parser.add_argument("--control", required=True)
-    parser.add_argument("--baselines", default="dqn,per")
+    parser.add_argument("--baselines", default="dqn,per", help="the first is the no-harm gate's reference")
+    parser.add_argument("--fixed", default=None, help="the same machinery with a fixed selection (gate 5)")
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None)
@@ -120,7 +129,8 @@ def main() -> None:
     candidates = args.candidates.split(",")
     baselines = [b for b in args.baselines.split(",") if b]
     seeds = [int(s) for s in args.seeds.split(",")]
-    contenders = [*candidates, args.control, *baselines]
+    fixed = [args.fixed] if args.fixed else []
+    contenders = [*candidates, *fixed, args.control, *baselines]
     data = restrict(collect(args.runs), contenders, seeds)
     if not data.envs:
         raise SystemExit("no entry has every seed of every contender yet")
@@ -129,18 +139,18 @@ def main() -> None:
         f"Screen gates over {len(data.envs)} entries ({', '.join(data.envs)}), seeds {args.seeds}; "
         f"diagnostics averaged over the eval points from a quarter of the budget on.",
         "",
-        "| contender | entry | held-out ROC AUC | ESS fraction | weight p5 / p95 / max | normalised AUC "
+        "| contender | entry | held-out ROC AUC | ESS fraction | weight p5 / p95 / max | strength | normalised AUC "
         "| AUC over the second half |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     gates: dict[str, dict[str, float]] = {}
-    for contender in [*candidates, args.control, *baselines]:
+    for contender in contenders:
         aucs, esses = [], []
         for env in data.envs:
             runs = [records[(contender, env, s)] for s in seeds]
             diagnostics = {
                 key: np.array([after_warmup(r, key) for r in runs])
-                for key in ("roc_auc", "ess_fraction", "weight_p5", "weight_p95", "weight_max")
+                for key in ("roc_auc", "ess_fraction", "weight_p5", "weight_p95", "weight_max", "strength")
             }
             score = np.array([auc(data.normalized(contender, env, s)) for s in seeds])
             half = len(data.timesteps[env]) // 2  # the drift entry switches task at half the budget
@@ -150,6 +160,7 @@ def main() -> None:
             weights = " / ".join(fmt(mean(diagnostics[k]), 2) for k in ("weight_p5", "weight_p95", "weight_max"))
             lines.append(
                 f"| {contender} | {env} | {spread(diagnostics['roc_auc'])} | {fmt(esses[-1])} | {weights} | "
+                f"{spread(diagnostics['strength'])} | "
                 f"{spread(score)} | {spread(late)} |"
             )
         gates[contender] = {
@@ -193,7 +204,67 @@ def main() -> None:
         for candidate in candidates:
             ratio, p_control, to_baselines = comparisons(suite_scores, candidate, args.control, baselines, args.reps)
             lines.append(f"| {candidate} | {ratio.fmt()} | {p_control} |" + "".join(f" {r} |" for r in to_baselines))
+    lines += no_harm_lines(data, candidates, baselines[0] if baselines else "dqn")
+    if args.fixed:
+        lines += learned_part_lines(data, candidates, args.fixed, parse_suites(args.suites), args.reps)
     emit(lines, args.out)
+
+
+def no_harm_lines(data: ReportData, candidates: list[str], reference: str) -> list[str]:
+    """Gate 4: per entry, the candidate's mean normalised AUC over the reference's (at least 0.95)."""
+    if reference not in data.contenders:
+        return []
+    seeds = data.complete_seeds[reference]
+    lines = [
+        "",
+        f"No harm (gate 4): mean normalised AUC / {reference}'s, per entry (at least {HARM_GATE}):",
+        "",
+        "| candidate | " + " | ".join(data.envs) + " | gate 4 |",
+        "|---|" + "---|" * (len(data.envs) + 1),
+    ]
+    for candidate in candidates:
+        ratios = [
+            np.mean([auc(data.normalized(candidate, env, s)) for s in seeds])
+            / np.mean([auc(data.normalized(reference, env, s)) for s in seeds])
+            for env in data.envs
+        ]
+        failing = [env for env, r in zip(data.envs, ratios, strict=True) if r < HARM_GATE]
+        verdict = "pass" if not failing else f"fail on {', '.join(failing)}"
+        lines.append(f"| {candidate} | " + " | ".join(f"{r:.2f}" for r in ratios) + f" | {verdict} |")
+    return lines
+
+
+def learned_part_lines(
+    data: ReportData, candidates: list[str], fixed: str, suites: dict[str, list[str]], reps: int
+) -> list[str]:
+    """Gate 5: P(candidate > fixed) over both suites together, and the IQM ratio and P suite by suite."""
+    lines = [
+        "",
+        f"The learned part (gate 5): each candidate against `{fixed}`, the same machinery with a fixed selection:",
+        "",
+        "| candidate | entries | IQM AUC / fixed [95% CI] | P(candidate > fixed) [95% CI] | gate 5 |",
+        "|---|---|---|---|---|",
+    ]
+    groups = {"both suites": list(data.envs)} | {
+        name: [e for e in members if e in data.envs] for name, members in suites.items()
+    }
+    for candidate in candidates:
+        rows, failures = [], []
+        for name, envs in groups.items():
+            if not envs:
+                continue
+            subset = dataclasses.replace(data, envs=envs)
+            scores = {c: subset.score_matrix(c, auc) for c in (candidate, fixed)}
+            ratio = iqm_ratios(scores, [candidate], fixed, reps, 0)[candidate]
+            p = probability(scores, candidate, fixed, reps)
+            if name == "both suites" and p.low <= 0.5:
+                failures.append("P's lower bound at most 0.5")
+            elif name != "both suites" and ratio.high < 1:
+                failures.append(f"worse on {name}")
+            rows.append(f"| {candidate} | {name} ({len(envs)}) | {ratio.fmt()} | {p.fmt()} |")
+        verdict = "fail: " + "; ".join(failures) if failures else "pass"
+        lines += [rows[0] + f" {verdict} |"] + [row + " |" for row in rows[1:]]
+    return lines
 
 
 if __name__ == "__main__":
