@@ -371,27 +371,21 @@ class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
         held-out ROC AUC (``roc_auc``, NaN before the first fit). With draw-time selection
         (``candidate_pool``) the draws are decided in the pool, so the range is that of the rates
         ``P * q_i`` over the candidates of the last 1,000 pools. With ``alpha="auto"``, also what
-        the bandit learned: the current ``strength`` and ``p_strength_<s>``, its probability of
-        choosing each strength ``s`` for the next window.
+        the bandit learned (``diagnostics()`` of
+        :class:`~sb3_complementary.common.selection_strength.WindowedReturnCredit`).
         """
         if self.candidate_pool:
             weights = np.concatenate(self._selection_rates) if self._selection_rates else np.ones(0)
         else:
             weights = self.replay_buffer.replay_weights()
         p5, p95 = np.percentile(weights, WEIGHT_PERCENTILES) if weights.size else (1.0, 1.0)
-        diagnostics = {
+        return {
             "ess_fraction": self.sampling_ess_fraction(),
             "weight_p5": float(p5),
             "weight_p95": float(p95),
             "weight_max": float(weights.max()) if weights.size else 1.0,
             "roc_auc": self.extractor_auc,
-        }
-        if self.strength_credit is not None:
-            bandit = self.strength_credit.bandit
-            diagnostics["strength"] = float(self.alpha)
-            for strength, probability in zip(bandit.strengths, bandit.probabilities(), strict=True):
-                diagnostics[f"p_strength_{strength:g}"] = float(probability)
-        return diagnostics
+        } | (self.strength_credit.diagnostics() if self.strength_credit is not None else {})
 
     def _log_task_shares(self, shares: dict[int, tuple[float, float]]) -> None:
         """

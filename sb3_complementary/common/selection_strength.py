@@ -138,6 +138,16 @@ class WindowedReturnCredit:
         """The selection strength of the current window."""
         return self.bandit.strengths[self.arms[-1]]
 
+    def diagnostics(self) -> dict[str, float]:
+        """
+        What the bandit has learned, as a query: the ``strength`` in force and ``p_strength_<s>``,
+        its probability of choosing each strength ``s`` for the next window.
+        """
+        probabilities = self.bandit.probabilities()
+        return {"strength": self.strength} | {
+            f"p_strength_{s:g}": float(p) for s, p in zip(self.bandit.strengths, probabilities, strict=True)
+        }
+
     def record_episode(self, episode_return: float) -> None:
         """An episode of the training env ended with this return (a non-finite one is dropped, with a warning once)."""
         if np.isfinite(episode_return):
