@@ -94,11 +94,13 @@ def probability(scores: dict[str, np.ndarray], x: str, y: str, reps: int) -> Int
 
 
 def comparisons(
-    scores: dict[str, np.ndarray], candidate: str, control: str, baselines: list[str], reps: int
+    scores: dict[str, np.ndarray], candidate: str, control: str | None, baselines: list[str], reps: int
 ) -> tuple[Any, str, list[str]]:
     """IQM AUC ratio to the control, P(candidate > control), and the IQM AUC ratios to the baselines."""
-    ratio = iqm_ratios(scores, [candidate], control, reps, 0)[candidate]
     to_baselines = [iqm_ratios(scores, [candidate], b, reps, 0)[candidate].fmt() for b in baselines]
+    if control is None:
+        return None, "", to_baselines
+    ratio = iqm_ratios(scores, [candidate], control, reps, 0)[candidate]
     return ratio, probability(scores, candidate, control, reps).fmt(), to_baselines
 
 
@@ -114,7 +116,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path)
     parser.add_argument("--candidates", required=True)
-    parser.add_argument("--control", required=True)
+    parser.add_argument("--control", default=None, help="the alpha=0 control of gate 3 (left out when not given)")
     parser.add_argument("--baselines", default="dqn,per", help="the first is the no-harm gate's reference")
     parser.add_argument("--fixed", default=None, help="the same machinery with a fixed selection (gate 5)")
     parser.add_argument("--seeds", default="0,1,2,3,4")
@@ -130,7 +132,8 @@ def main() -> None:
     baselines = [b for b in args.baselines.split(",") if b]
     seeds = [int(s) for s in args.seeds.split(",")]
     fixed = [args.fixed] if args.fixed else []
-    contenders = [*candidates, *fixed, args.control, *baselines]
+    control = [args.control] if args.control else []
+    contenders = [*candidates, *fixed, *control, *baselines]
     data = restrict(collect(args.runs), contenders, seeds)
     if not data.envs:
         raise SystemExit("no entry has every seed of every contender yet")
@@ -172,9 +175,10 @@ def main() -> None:
 
     lines += [
         "",
-        "| candidate | gate 1: entries with AUC ≥ 0.65 | gate 2: mean ESS ≤ 0.9 | gate 3: IQM AUC / control "
-        "[95% CI] | P(candidate > control) [95% CI] |" + "".join(f" IQM AUC / {b} |" for b in baselines),
-        "|---|---|---|---|---|" + "---|" * len(baselines),
+        "| candidate | gate 1: entries with AUC ≥ 0.65 | gate 2: mean ESS ≤ 0.9 |"
+        + (" gate 3: IQM AUC / control [95% CI] | P(candidate > control) [95% CI] |" if control else "")
+        + "".join(f" IQM AUC / {b} |" for b in baselines),
+        "|---|---|---|" + "---|" * (len(control) * 2 + len(baselines)),
     ]
     for candidate in candidates:
         ratio, p_control, to_baselines = comparisons(scores, candidate, args.control, baselines, args.reps)
@@ -182,8 +186,8 @@ def main() -> None:
         gate_1 = f"{g['auc_entries']} of {len(data.envs)} ({'pass' if g['auc_entries'] >= 2 else 'fail'})"
         lines.append(
             f"| {candidate} | {gate_1 if g['classifier'] else 'n/a (nothing learned)'} | "
-            f"{g['ess']:.3f} ({'pass' if g['ess'] <= ESS_GATE else 'fail'}) | "
-            f"{ratio.fmt()} ({'pass' if ratio.point > 1 else 'fail'}) | {p_control} |"
+            f"{g['ess']:.3f} ({'pass' if g['ess'] <= ESS_GATE else 'fail'}) |"
+            + (f" {ratio.fmt()} ({'pass' if ratio.point > 1 else 'fail'}) | {p_control} |" if ratio else "")
             + "".join(f" {r} |" for r in to_baselines)
         )
     for suite, members in parse_suites(args.suites).items():
@@ -197,14 +201,16 @@ def main() -> None:
             "",
             f"{suite} suite ({', '.join(envs)}{'; not complete yet: ' + ', '.join(missing) if missing else ''}):",
             "",
-            "| candidate | IQM AUC / control [95% CI] | P(candidate > control) [95% CI] |"
+            "| candidate |"
+            + (" IQM AUC / control [95% CI] | P(candidate > control) [95% CI] |" if control else "")
             + "".join(f" IQM AUC / {b} |" for b in baselines),
-            "|---|---|---|" + "---|" * len(baselines),
+            "|---|" + "---|" * (len(control) * 2 + len(baselines)),
         ]
         for candidate in candidates:
             ratio, p_control, to_baselines = comparisons(suite_scores, candidate, args.control, baselines, args.reps)
-            lines.append(f"| {candidate} | {ratio.fmt()} | {p_control} |" + "".join(f" {r} |" for r in to_baselines))
-    lines += no_harm_lines(data, candidates, baselines[0] if baselines else "dqn")
+            cells = f" {ratio.fmt()} | {p_control} |" if ratio else ""
+            lines.append(f"| {candidate} |{cells}" + "".join(f" {r} |" for r in to_baselines))
+    lines += no_harm_lines(data, [*candidates, *fixed], baselines[0] if baselines else "dqn")
     if args.fixed:
         lines += learned_part_lines(data, candidates, args.fixed, parse_suites(args.suites), args.reps)
     emit(lines, args.out)
