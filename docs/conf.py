@@ -53,6 +53,7 @@ exclude_patterns = [
     "benchmarks/screen/gates-nonlearned.md",
     "benchmarks/screen/gates-relo.md",
     "benchmarks/screen/multitask.md",
+    "benchmarks/screen-progress/gates.md",
     "multitask/per_task.md",
 ]
 

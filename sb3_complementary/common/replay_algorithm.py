@@ -188,7 +188,7 @@ class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
     :param alpha: Priority exponent, >= 0 (0: uniform draws, the control). The buffer reads it at
         every draw; change it during training with :meth:`set_alpha`. ``"auto"``: learned, a bandit
         chooses it per window of training from the return change that follows each window
-        (:mod:`~sb3_complementary.common.selection_strength`; a candidate under screen).
+        (:mod:`~sb3_complementary.common.selection_strength`; screened, not a default).
     :param epsilon: Added to the scores, >= 0.
     :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1]: the guard against
         feedback loops.

@@ -1,4 +1,4 @@
-"""The three gates of a screen (docs/benchmarks/protocol.md, "Screens before studies"), from its run files.
+"""The gates of a screen (docs/benchmarks/protocol.md, "Screens before studies"), from its run files.
 
 For each candidate, on the entries where every named contender has all its seeds:
 
@@ -8,16 +8,16 @@ For each candidate, on the entries where every named contender has all its seeds
    nothing (no ``roc_auc``: fresh |TD|, ReLo).
 2. **It changes the draws or the weights**: the ESS fraction of the replay distribution over the
    same eval points (``ess_fraction``); the gate wants at most 0.9 (the mean over the entries).
-3. **It beats the control**: IQM of the normalised AUC against the control's, with a
-   stratified-bootstrap 95% CI, and P(candidate > control).
-
-The IQM ratios to DQN and PER on the same entries are printed too, over all complete entries and
-per suite (classic, non-stationary). Since 2026-12-06 (issue 31) two more gates:
-
-4. **No harm**: on every entry the candidate's mean normalised AUC is at least 0.95x DQN's.
-5. **The learned part matters** (with ``--fixed``, the same machinery with a fixed selection):
+3. **No harm**: on every entry the candidate's mean normalised AUC is at least 0.95x that of the
+   first baseline (DQN).
+4. **The learned part matters** (with ``--fixed``, the same machinery with a fixed selection):
    P(candidate > fixed) has a lower CI bound above 0.5 over both suites together, and the candidate
    is not worse on either suite alone (its IQM ratio's CI does not lie wholly below 1).
+
+Until 2026-12-06 gate 3 was "it beats the control" (IQM of the normalised AUC against the
+control's, with a stratified-bootstrap 95% CI, and P(candidate > control)); it is printed when
+``--control`` is given. The IQM ratios to the baselines (DQN, PER) are printed too, over all
+complete entries and per suite (classic, non-stationary).
 
 A learned selection strength (``alpha="auto"``) also shows the strength it used after warm-up
 (``strength``), per entry. Usage::
@@ -116,9 +116,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path)
     parser.add_argument("--candidates", required=True)
-    parser.add_argument("--control", default=None, help="the alpha=0 control of gate 3 (left out when not given)")
+    parser.add_argument("--control", default=None, help="the alpha=0 control (left out when not given)")
     parser.add_argument("--baselines", default="dqn,per", help="the first is the no-harm gate's reference")
-    parser.add_argument("--fixed", default=None, help="the same machinery with a fixed selection (gate 5)")
+    parser.add_argument("--fixed", default=None, help="the same machinery with a fixed selection (gate 4)")
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None)
@@ -176,7 +176,7 @@ def main() -> None:
     lines += [
         "",
         "| candidate | gate 1: entries with AUC ≥ 0.65 | gate 2: mean ESS ≤ 0.9 |"
-        + (" gate 3: IQM AUC / control [95% CI] | P(candidate > control) [95% CI] |" if control else "")
+        + (" IQM AUC / control [95% CI] | P(candidate > control) [95% CI] |" if control else "")
         + "".join(f" IQM AUC / {b} |" for b in baselines),
         "|---|---|---|" + "---|" * (len(control) * 2 + len(baselines)),
     ]
@@ -217,15 +217,15 @@ def main() -> None:
 
 
 def no_harm_lines(data: ReportData, candidates: list[str], reference: str) -> list[str]:
-    """Gate 4: per entry, the candidate's mean normalised AUC over the reference's (at least 0.95)."""
+    """Gate 3: per entry, the candidate's mean normalised AUC over the reference's (at least 0.95)."""
     if reference not in data.contenders:
         return []
     seeds = data.complete_seeds[reference]
     lines = [
         "",
-        f"No harm (gate 4): mean normalised AUC / {reference}'s, per entry (at least {HARM_GATE}):",
+        f"No harm (gate 3): mean normalised AUC / {reference}'s, per entry (at least {HARM_GATE}):",
         "",
-        "| candidate | " + " | ".join(data.envs) + " | gate 4 |",
+        "| candidate | " + " | ".join(data.envs) + " | gate 3 |",
         "|---|" + "---|" * (len(data.envs) + 1),
     ]
     for candidate in candidates:
@@ -243,12 +243,12 @@ def no_harm_lines(data: ReportData, candidates: list[str], reference: str) -> li
 def learned_part_lines(
     data: ReportData, candidates: list[str], fixed: str, suites: dict[str, list[str]], reps: int
 ) -> list[str]:
-    """Gate 5: P(candidate > fixed) over both suites together, and the IQM ratio and P suite by suite."""
+    """Gate 4: P(candidate > fixed) over both suites together, and the IQM ratio and P suite by suite."""
     lines = [
         "",
-        f"The learned part (gate 5): each candidate against `{fixed}`, the same machinery with a fixed selection:",
+        f"The learned part (gate 4): each candidate against `{fixed}`, the same machinery with a fixed selection:",
         "",
-        "| candidate | entries | IQM AUC / fixed [95% CI] | P(candidate > fixed) [95% CI] | gate 5 |",
+        "| candidate | entries | IQM AUC / fixed [95% CI] | P(candidate > fixed) [95% CI] | gate 4 |",
         "|---|---|---|---|---|",
     ]
     groups = {"both suites": list(data.envs)} | {
