@@ -143,9 +143,16 @@ def shell_commands(code: str) -> list[list[str]]:
     commands = []
     for line in joined.splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line).strip()
-        for part in re.split(r"&&|;", line):
-            if part.strip():
-                commands.append(shlex.split(part))
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&")  # a quoted ';' is an argument's
+        lexer.whitespace_split = True
+        command: list[str] = []
+        for token in [*lexer, ";"]:
+            if token in (";", "&&"):
+                if command:
+                    commands.append(command)
+                command = []
+            else:
+                command.append(token)
     return commands
 
 
