@@ -13,14 +13,13 @@ same numbers as a table::
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 import numpy as np
 
 from sb3_complementary.benchmark.report import collect
 
-PROBABILITY_KEY = re.compile(r"^p_strength_(.+)$")
+PREFIX = "p_strength_"
 
 
 def traces(runs: Path, contender: str) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, int]]:
@@ -32,14 +31,11 @@ def traces(runs: Path, contender: str) -> dict[str, tuple[np.ndarray, dict[str, 
     found: dict[str, tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, int]] = {}
     for env in data.envs:
         records = [r for r in data.records if r.contender == contender and r.env == env and r.status == "done"]
-        records = [r for r in records if any(PROBABILITY_KEY.match(k) for k in r.data["curve"])]
+        records = [r for r in records if any(k.startswith(PREFIX) for k in r.data["curve"])]
         if not records:
             continue
-        keys = sorted({k for r in records for k in r.data["curve"] if PROBABILITY_KEY.match(k)})
-        probabilities = {
-            PROBABILITY_KEY.match(k).group(1): np.mean([r.data["curve"][k] for r in records], axis=0)  # type: ignore[union-attr]
-            for k in keys
-        }
+        keys = sorted({k for r in records for k in r.data["curve"] if k.startswith(PREFIX)})
+        probabilities = {k.removeprefix(PREFIX): np.mean([r.data["curve"][k] for r in records], axis=0) for k in keys}
         returns = np.mean([data.normalized(contender, env, r.seed) for r in records], axis=0)
         found[env] = (data.timesteps[env], probabilities, returns, len(records))
     return found
