@@ -4,20 +4,23 @@ import numpy as np
 import torch as th
 from sb3_contrib import CrossQ
 
+from sb3_complementary.common.actor_batch import ActorBatchMixin
 from sb3_complementary.common.buffers import take_rows
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.losses import weighted_mse
 from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin, side_effect_free
 
 
-class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
+class WeightedCrossQ(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
     """
     sb3-contrib CrossQ with a weighted replay: the base of ``ComplementaryCrossQ``.
 
     ``train()`` is sb3-contrib's, with these changes: the batch comes with IS weights; the
     critics' per-sample squared errors are weighted (the delayed actor and entropy-coefficient
-    losses are not); and each step's ``|TD|`` of the first critic is fed back to the replay.
-    With all weights equal to 1 the update is exactly sb3-contrib's.
+    losses are not; with ``actor_batch="uniform"`` they are taken on a uniform batch of their own:
+    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of
+    the first critic is fed back to the replay. With all weights equal to 1 and the default
+    ``actor_batch="shared"`` the update is exactly sb3-contrib's.
 
     CrossQ has no target network: the training batch's TD target comes from the joint
     batch-norm forward pass of ``(s, a)`` and ``(s', a')``.
@@ -133,8 +136,9 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
             self.critic.optimizer.step()
 
             if self._n_updates % self.policy_delay == 0:
+                actor_data = self._actor_samples(replay_data, batch_size)
                 self.actor.set_bn_training_mode(True)
-                actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+                actions_pi, log_prob = self.actor.action_log_prob(actor_data.observations)
                 log_prob = log_prob.reshape(-1, 1)
                 self.actor.set_bn_training_mode(False)
 
@@ -143,7 +147,7 @@ class WeightedCrossQ(EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
                     ent_coef_losses.append(ent_coef_loss)
 
                 self.critic.set_bn_training_mode(False)
-                q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
+                q_values_pi = th.cat(self.critic(actor_data.observations, actions_pi), dim=1)
 
                 min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
                 actor_loss = (ent_coef * log_prob.reshape(-1, 1) - min_qf_pi).mean()

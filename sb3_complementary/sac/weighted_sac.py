@@ -5,20 +5,23 @@ import torch as th
 from stable_baselines3 import SAC
 from stable_baselines3.common.utils import polyak_update
 
+from sb3_complementary.common.actor_batch import ActorBatchMixin
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.losses import weighted_mse
 from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
-class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
+class WeightedSAC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin, SAC):
     """
     SB3 SAC with a weighted replay: the base of ``PrioritizedSAC`` and ``ComplementarySAC``.
 
     ``train()`` is SB3's, with these changes: the batch comes with IS weights; the critic's
     per-sample squared error is weighted (the actor and entropy-coefficient losses are not: IS
-    weights correct the bias of the value *target* distribution, which only the critic regresses);
-    and each step's ``|TD|`` of the first critic is fed back to the replay. With all weights equal
-    to 1 the update is exactly SB3's.
+    weights correct the bias of the value *target* distribution, which only the critic regresses;
+    with ``actor_batch="uniform"`` they are taken on a uniform batch of their own:
+    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of
+    the first critic is fed back to the replay. With all weights equal to 1 and the default
+    ``actor_batch="shared"`` the update is exactly SB3's.
     """
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
@@ -51,11 +54,12 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
         for gradient_step in range(gradient_steps):
             batch = self._draw_batch(batch_size)
             replay_data = batch.samples
+            actor_data = self._actor_samples(replay_data, batch_size)
 
             if self.use_sde:
                 self.actor.reset_noise()
 
-            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+            actions_pi, log_prob = self.actor.action_log_prob(actor_data.observations)
             log_prob = log_prob.reshape(-1, 1)
 
             ent_coef = self._current_ent_coef()  # read before its update, as SB3 does
@@ -79,7 +83,7 @@ class WeightedSAC(EntropyCoefficientMixin, WeightedReplayMixin, SAC):
             critic_loss.backward()
             self.critic.optimizer.step()
 
-            q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
+            q_values_pi = th.cat(self.critic(actor_data.observations, actions_pi), dim=1)
             min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
             actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
             actor_losses.append(actor_loss.item())

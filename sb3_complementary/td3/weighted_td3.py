@@ -5,18 +5,22 @@ import torch as th
 from stable_baselines3 import TD3
 from stable_baselines3.common.utils import polyak_update
 
+from sb3_complementary.common.actor_batch import ActorBatchMixin
 from sb3_complementary.common.losses import weighted_mse
 from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
-class WeightedTD3(WeightedReplayMixin, TD3):
+class WeightedTD3(ActorBatchMixin, WeightedReplayMixin, TD3):
     """
     SB3 TD3 with a weighted replay: the base of ``PrioritizedTD3``, ``ComplementaryTD3`` and
     ``ComplementaryDDPG`` (SB3's DDPG is a TD3 with one critic and no delay or target noise).
 
     ``train()`` is SB3's, with these changes: the batch comes with IS weights; the critics'
-    per-sample squared errors are weighted (the delayed actor loss is not); and each step's
-    ``|TD|`` of the first critic is fed back to the replay. With all weights equal to 1 the update is exactly SB3's.
+    per-sample squared errors are weighted (the delayed actor loss is not; with
+    ``actor_batch="uniform"`` it is taken on a uniform batch of its own:
+    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of the
+    first critic is fed back to the replay. With all weights equal to 1 and the default
+    ``actor_batch="shared"`` the update is exactly SB3's.
     """
 
     def _td_target(self, data: Samples) -> th.Tensor:
@@ -58,7 +62,7 @@ class WeightedTD3(WeightedReplayMixin, TD3):
             self.critic.optimizer.step()
 
             if self._n_updates % self.policy_delay == 0:
-                observations = replay_data.observations
+                observations = self._actor_samples(replay_data, batch_size).observations
                 actor_loss = -self.critic.q1_forward(observations, self.actor(observations)).mean()  # type: ignore[arg-type]
                 actor_losses.append(actor_loss.item())
 

@@ -5,20 +5,23 @@ import torch as th
 from sb3_contrib import TQC
 from stable_baselines3.common.utils import polyak_update
 
+from sb3_complementary.common.actor_batch import ActorBatchMixin
 from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
 from sb3_complementary.common.losses import quantile_td_abs, weighted_quantile_huber_loss
 from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
 
 
-class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
+class WeightedTQC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin, TQC):
     """
     sb3-contrib TQC with a weighted replay: the base of ``ComplementaryTQC``.
 
     ``train()`` is sb3-contrib's, with these changes: the batch comes with IS weights; each
     sample's quantile Huber critic loss (averaged over critics, quantiles and truncated target
-    atoms) is weighted, while the actor and entropy-coefficient losses are not; and each step's
-    ``|TD|`` of the first critic's implied Q-value is fed back to the replay. With all weights equal
-    to 1 the update is exactly sb3-contrib's.
+    atoms) is weighted, while the actor and entropy-coefficient losses are not (with
+    ``actor_batch="uniform"`` they are taken on a uniform batch of their own:
+    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of
+    the first critic's implied Q-value is fed back to the replay. With all weights equal to 1 and
+    the default ``actor_batch="shared"`` the update is exactly sb3-contrib's.
     """
 
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
@@ -61,11 +64,12 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
         for gradient_step in range(gradient_steps):
             batch = self._draw_batch(batch_size)
             replay_data = batch.samples
+            actor_data = self._actor_samples(replay_data, batch_size)
 
             if self.use_sde:
                 self.actor.reset_noise()
 
-            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+            actions_pi, log_prob = self.actor.action_log_prob(actor_data.observations)
             log_prob = log_prob.reshape(-1, 1)
 
             ent_coef = self._current_ent_coef()  # read before its update, as SB3 does
@@ -87,7 +91,7 @@ class WeightedTQC(EntropyCoefficientMixin, WeightedReplayMixin, TQC):
             critic_loss.backward()
             self.critic.optimizer.step()
 
-            qf_pi = self.critic(replay_data.observations, actions_pi).mean(dim=2).mean(dim=1, keepdim=True)
+            qf_pi = self.critic(actor_data.observations, actions_pi).mean(dim=2).mean(dim=1, keepdim=True)
             actor_loss = (ent_coef * log_prob - qf_pi).mean()
             actor_losses.append(actor_loss.item())
 
