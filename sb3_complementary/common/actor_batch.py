@@ -19,10 +19,10 @@ class ActorBatchMixin(ReplaySetupMixin):
     of the same size drawn uniformly from the buffer (SB3's ``sample``), and only the critic learns
     from the selection. Why: an actor trained on high-``|TD|`` transitions follows a wrong policy
     gradient, which is how PER can harm an actor-critic (LA3P, Saglam et al., JAIR 2023, whose
-    actor learns from uniform and low-``|TD|`` samples). The split keeps the selection where it
-    corrects the value target and away from the policy gradient. Cost: one uniform gather per actor
-    update. It changes nothing where the draws are uniform already (``alpha=0``), but draws the
-    actor's batch from the random stream all the same.
+    actor learns from uniform and low-``|TD|`` samples). The split keeps the selection on the critic's regression
+    and away from the policy gradient. Cost: one uniform gather per actor
+    update. Where the critic's draws are uniform already (``alpha=0``), the actor's rows change but
+    not their distribution.
 
     :param actor_batch: ``"shared"`` or ``"uniform"``.
     """
