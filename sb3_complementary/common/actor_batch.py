@@ -19,8 +19,8 @@ class ActorBatchMixin(ReplaySetupMixin):
     of the same size drawn uniformly from the buffer (SB3's ``sample``), and only the critic learns
     from the selection. Why: an actor trained on high-``|TD|`` transitions follows a wrong policy
     gradient, which is how PER can harm an actor-critic (LA3P, Saglam et al., JAIR 2023, whose
-    actor learns from uniform and low-``|TD|`` samples). The split keeps the selection on the critic's regression
-    and away from the policy gradient. Cost: one uniform gather per actor
+    actor learns from uniform and low-``|TD|`` samples). The split keeps the selection on the
+    critic's regression and away from the policy gradient. Cost: one uniform gather per actor
     update. Where the critic's draws are uniform already (``alpha=0``), the actor's rows change but
     not their distribution.
 
