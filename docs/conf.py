@@ -54,6 +54,7 @@ exclude_patterns = [
     "benchmarks/screen/gates-relo.md",
     "benchmarks/screen/multitask.md",
     "benchmarks/screen-progress/gates.md",
+    "benchmarks/screen-progress/gates-laber.md",
     "multitask/per_task.md",
 ]
 
