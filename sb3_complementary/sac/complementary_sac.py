@@ -25,7 +25,9 @@ class ComplementarySAC(ActorCriticComplementaryMixin, WeightedSAC):
     Drop-in: ``ComplementarySAC("MlpPolicy", env).learn(...)`` works wherever ``SAC`` does. It
     takes every argument of SB3's ``SAC`` (positional ones included), plus the keyword knobs of
     :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
-    (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
+    (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``),
+    and ``actor_batch``, which batch the actor learns from
+    (:class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {

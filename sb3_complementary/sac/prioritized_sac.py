@@ -21,7 +21,8 @@ class PrioritizedSAC(PrioritizedMixin, WeightedSAC):
 
     Takes every argument of SB3's ``SAC`` (positional ones included), plus the keyword knobs of
     :class:`~sb3_complementary.common.prioritized_mixin.PrioritizedMixin`
-    (the same for every algorithm).
+    (the same for every algorithm), and ``actor_batch``, which batch the actor learns from
+    (:class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {

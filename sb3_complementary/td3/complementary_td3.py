@@ -24,7 +24,9 @@ class ComplementaryTD3(ActorCriticComplementaryMixin, WeightedTD3):
     Drop-in: ``ComplementaryTD3("MlpPolicy", env).learn(...)`` works wherever ``TD3`` does. It
     takes every argument of SB3's ``TD3`` (positional ones included), plus the keyword knobs of
     :class:`~sb3_complementary.common.replay_algorithm.ComplementaryMixin`
-    (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``).
+    (the same for every algorithm; the actor-critic defaults differ in ``alpha`` and ``candidate_pool``),
+    and ``actor_batch``, which batch the actor learns from
+    (:class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
