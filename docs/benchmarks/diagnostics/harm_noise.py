@@ -56,9 +56,7 @@ def main() -> None:
         ratios = np.array([scores[args.contender][s].mean() / scores[args.reference][s].mean() for s in subsets])
         failing |= ratios < HARM_GATE
         full = scores[args.contender].mean() / scores[args.reference].mean()
-        lines.append(
-            f"| {env} | {full:.2f} | {np.mean(ratios < HARM_GATE):.0%} | {np.percentile(ratios, 5):.2f} |"
-        )
+        lines.append(f"| {env} | {full:.2f} | {np.mean(ratios < HARM_GATE):.0%} | {np.percentile(ratios, 5):.2f} |")
     lines += [
         "",
         f"Subsets in which `{args.contender}` fails the gate on at least one of the {len(data.envs)} entries: "
