@@ -55,6 +55,7 @@ exclude_patterns = [
     "benchmarks/screen/multitask.md",
     "benchmarks/screen-progress/gates.md",
     "benchmarks/screen-progress/gates-laber.md",
+    "benchmarks/screen-progress/gates-fresh-td.md",
     "benchmarks/study/harm-noise.md",
     "multitask/per_task.md",
 ]
