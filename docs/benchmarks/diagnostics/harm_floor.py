@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from sb3_complementary.benchmark.metrics import auc
-from sb3_complementary.benchmark.report import collect
+from sb3_complementary.benchmark.report import ReportData, collect
 
 HARM_GATE = 0.95
 FLOOR_PERCENTILE = 5.0
@@ -61,18 +61,33 @@ def main() -> None:
     parser.add_argument("contenders", nargs="+", help="contenders to gate")
     parser.add_argument("--reference", default="dqn")
     parser.add_argument("--control", default="density-control")
+    parser.add_argument(
+        "--control-runs",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="folders to read the control from, the first holding an entry winning (default: RUNS)",
+    )
     parser.add_argument("--seeds", default=None, help="read only these seeds, e.g. '5-9'")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     data = collect(args.runs)
+    control_data = [collect(folder) for folder in args.control_runs] if args.control_runs else [data]
     wanted = None
     if args.seeds:
         lo, _, hi = args.seeds.partition("-")
         wanted = set(range(int(lo), int(hi or lo) + 1))
 
-    def scores(name: str, env: str) -> np.ndarray:
-        seeds = sorted(s for s in data.curves.get(name, {}).get(env, {}) if wanted is None or s in wanted)
-        return np.array([auc(data.normalized(name, env, s)) for s in seeds])
+    def scores(name: str, env: str, source: ReportData = data) -> np.ndarray:
+        seeds = sorted(s for s in source.curves.get(name, {}).get(env, {}) if wanted is None or s in wanted)
+        return np.array([auc(source.normalized(name, env, s)) for s in seeds])
+
+    def control_scores(env: str) -> np.ndarray:
+        for source in control_data:
+            found = scores(args.control, env, source)
+            if len(found):
+                return found
+        return np.array([])
 
     lines = [
         f"No harm against `{args.reference}`: the mean normalised AUC ratio per entry, passing at "
@@ -90,7 +105,7 @@ def main() -> None:
                 lines.append(f"| {name} | {env} | {len(mine)} | – | – | not run | – |")
                 continue
             ratio = mine.mean() / ref.mean()
-            control = scores(args.control, env)
+            control = control_scores(env)
             if len(control) >= len(mine):
                 floor = min(HARM_GATE, permutation_floor(control, ref, len(mine)))
                 floor_text = f"{floor:.2f}"
