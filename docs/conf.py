@@ -57,6 +57,8 @@ exclude_patterns = [
     "benchmarks/screen-progress/gates-laber.md",
     "benchmarks/screen-progress/gates-fresh-td.md",
     "benchmarks/study/harm-noise.md",
+    "benchmarks/study-laber/gates.md",
+    "benchmarks/study-laber/gates-seeds-5-9.md",
     "multitask/per_task.md",
 ]
 
