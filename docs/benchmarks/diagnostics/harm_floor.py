@@ -108,12 +108,12 @@ def main() -> None:
             control = control_scores(env)
             if len(control) >= len(mine):
                 floor = min(HARM_GATE, permutation_floor(control, ref, len(mine)))
-                floor_text = f"{floor:.2f}"
+                floor_text = f"{floor:.3f}"
             else:  # without enough control runs only the gate as written applies
                 floor, floor_text = HARM_GATE, "– (no control)"
             verdict = "yes" if ratio >= floor else "**no**"
             wins = float(np.mean(np.sign(mine[:, None] - ref[None, :]) + 1) / 2)
-            lines.append(f"| {name} | {env} | {len(mine)} | {ratio:.2f} | {floor_text} | {verdict} | {wins:.2f} |")
+            lines.append(f"| {name} | {env} | {len(mine)} | {ratio:.3f} | {floor_text} | {verdict} | {wins:.2f} |")
     text = "\n".join(lines) + "\n"
     if args.out:
         args.out.write_text(text)
