@@ -26,6 +26,7 @@ import numpy as np
 
 from sb3_complementary.benchmark.metrics import auc
 from sb3_complementary.benchmark.report import ReportData, collect
+from sb3_complementary.benchmark.seeds import parse_seeds
 
 HARM_GATE = 0.95
 FLOOR_PERCENTILE = 5.0
@@ -68,15 +69,12 @@ def main() -> None:
         default=None,
         help="folders to read the control from, the first holding an entry winning (default: RUNS)",
     )
-    parser.add_argument("--seeds", default=None, help="read only these seeds, e.g. '5-9'")
+    parser.add_argument("--seeds", default=None, help="read only these seeds, e.g. '5-9' or '0,3,5-7'")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     data = collect(args.runs)
     control_data = [collect(folder) for folder in args.control_runs] if args.control_runs else [data]
-    wanted = None
-    if args.seeds:
-        lo, _, hi = args.seeds.partition("-")
-        wanted = set(range(int(lo), int(hi or lo) + 1))
+    wanted = set(parse_seeds(args.seeds)) if args.seeds else None
 
     def scores(name: str, env: str, source: ReportData = data) -> np.ndarray:
         seeds = sorted(s for s in source.curves.get(name, {}).get(env, {}) if wanted is None or s in wanted)
