@@ -57,13 +57,27 @@ AC_BASE: dict[str, Any] = {
     "policy_kwargs": {"net_arch": [32, 32]},
 }
 
+#: The DQN family's default until 2026-12-07: the density ratio x fresh |TD| on a pool of 4. The
+#: configurations below that pin it keep the fingerprints recorded while it was the default.
+DENSITY_RATIO: dict[str, Any] = {
+    "contribution": "density_ratio",
+    "epsilon": 1e-3,
+    "uniform_fraction": 0.25,
+    "score_floor": 0.01,
+}
+
 #: name -> (class name, env id, steps, constructor kwargs)
 CONFIGS: dict[str, tuple[str, str, int, dict[str, Any]]] = {
-    "dqn_default": ("ComplementaryDQN", "CartPole-v1", 5000, DQN_BASE),
-    "dqn_fresh_td": ("ComplementaryDQN", "CartPole-v1", 5000, {**DQN_BASE, "contribution": "fresh_td"}),
-    "dqn_laber": ("ComplementaryDQN", "CartPole-v1", 5000, {**DQN_BASE, "contribution": "laber"}),
-    "dqn_alpha0": ("ComplementaryDQN", "CartPole-v1", 5000, {**DQN_BASE, "alpha": 0.0}),
-    "dqn_nstep3": ("ComplementaryDQN", "CartPole-v1", 5000, {**DQN_BASE, "n_steps": 3}),
+    "dqn_default": ("ComplementaryDQN", "CartPole-v1", 5000, DQN_BASE),  # LaBER
+    "dqn_density_ratio": ("ComplementaryDQN", "CartPole-v1", 5000, {**DQN_BASE, **DENSITY_RATIO}),
+    "dqn_fresh_td": (
+        "ComplementaryDQN",
+        "CartPole-v1",
+        5000,
+        {**DQN_BASE, **DENSITY_RATIO, "contribution": "fresh_td"},
+    ),
+    "dqn_alpha0": ("ComplementaryDQN", "CartPole-v1", 5000, {**DQN_BASE, **DENSITY_RATIO, "alpha": 0.0}),
+    "dqn_nstep3": ("ComplementaryDQN", "CartPole-v1", 5000, {**DQN_BASE, **DENSITY_RATIO, "n_steps": 3}),
     "dqn_her_bitflip": (
         "ComplementaryDQN",
         "BitFlipping-8",

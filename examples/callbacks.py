@@ -4,6 +4,10 @@ SB3 callbacks with ComplementaryDQN: EvalCallback and CheckpointCallback, and a 
     python examples/callbacks.py                   # CartPole-v1, 20k steps, about a minute on 2 cores
     python examples/callbacks.py --extractor-every 250
 
+The model here is the density-ratio configuration (``contribution="density_ratio"`` with the other
+knobs of the default 2026-12-06 to 2026-12-07), passed explicitly: the default since 2026-12-07,
+LaBER, fits no extractor, so there would be nothing for the callback to fit.
+
 No callback is needed for the replay: the model fits its experience extractor every
 ``extractor_kwargs["train_freq"]`` env steps and re-scores the buffer every
 ``extractor_kwargs["refresh_interval"]`` (at the end of a rollout), whatever callbacks you pass.
@@ -12,7 +16,7 @@ public, so a callback may also call them itself (``--extractor-every`` shows one
 
 Checkpoints are complete models: ``ComplementaryDQN.load`` restores the extractor and its optimizer
 too. Replay buffers are only saved when asked (``save_replay_buffer=True``): they also carry the
-transition scores and features.
+transition scores.
 """
 
 import argparse
@@ -30,6 +34,9 @@ from sb3_complementary import ComplementaryDQN
 # The same rl-zoo3 CartPole-v1 entry as the quickstart (run from examples/ or the repo root).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quickstart import ZOO_CARTPOLE as CARTPOLE
+
+#: The density-ratio configuration (the default 2026-12-06 to 2026-12-07): the knobs that differ from LaBER's.
+DENSITY_RATIO = dict(contribution="density_ratio", epsilon=1e-3, uniform_fraction=0.25, score_floor=0.01)
 
 
 class RescoreEvery(BaseCallback):
@@ -66,7 +73,8 @@ def main() -> None:
     args = parser.parse_args()
     th.set_num_threads(1)
 
-    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **CARTPOLE)
+    # The extractor is fitted only with contribution="density_ratio": the default (LaBER) fits none.
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **CARTPOLE, **DENSITY_RATIO)
 
     eval_callback = EvalCallback(
         Monitor(gym.make("CartPole-v1")),

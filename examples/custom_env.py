@@ -97,11 +97,16 @@ def main() -> None:
         target_update_interval=250,
         exploration_fraction=0.2,
         policy_kwargs={"net_arch": [64, 64]},
-        # Knobs of the learned replay (the README's table); these values are the defaults.
-        contribution="density_ratio",
+        # The replay knobs, at their defaults since 2026-12-07 (LaBER: fresh |TD| on a pool of 4 batches,
+        # down-sampled with its IS correction; no extractor is fitted). For the density-ratio
+        # configuration (the default 2026-12-06 to 2026-12-07) pass contribution="density_ratio",
+        # epsilon=1e-3, uniform_fraction=0.25, score_floor=0.01.
+        contribution="laber",
+        alpha=1.0,
         candidate_pool=4,
-        uniform_fraction=0.25,
-        extractor_kwargs={"train_freq": 500},
+        uniform_fraction=0.0,
+        score_floor=0.0,
+        epsilon=1e-6,
         seed=args.seed,
         verbose=0,
     )

@@ -4,12 +4,21 @@ TensorBoard: what the replay logs under ``complementary/``, from two short real 
     python examples/tensorboard_run.py                   # 30k steps each, a few minutes on one core
     tensorboard --logdir logs/tensorboard-example         # then open the SCALARS tab, filter "complementary"
 
-Two ComplementaryDQN runs with rl-zoo3's CartPole-v1 hyperparameters and the same seed: the default
-(the density ratio times fresh ``|TD|`` on a candidate pool of 4) and the density ratio drawing from
-the sum tree without a pool (a classifier of the freshest transitions against the whole buffer,
-which moves the draws and logs its held-out ROC AUC). The figure of ``docs/tensorboard.md`` was
-made at commit 8cac570 with the ``td`` signal in place of the default run (the ``td`` signal and
-``initial_score="max"`` are removed since): check out that commit to make it again.
+Two ComplementaryDQN runs with rl-zoo3's CartPole-v1 hyperparameters and the same seed:
+
+- ``default``: the default since 2026-12-07, LaBER (fresh ``|TD|`` on a candidate pool of 4,
+  down-sampled in proportion, with LaBER's IS weights). It fits no extractor, so it logs the draws
+  (``ess_fraction``, the weight range, the IS weights with ``beta`` 1) but no extractor loss, and
+  its ``roc_auc`` stays NaN.
+- ``density_ratio``: the density ratio drawing from the sum tree without a pool (a classifier of
+  the freshest transitions against the whole buffer, which moves the draws and logs its held-out
+  ROC AUC and loss). The default fits no extractor, so this run passes
+  ``contribution="density_ratio"`` explicitly, with the other knobs of the density-ratio
+  configuration (the default 2026-12-06 to 2026-12-07).
+
+The figure of ``docs/tensorboard.md`` was made at commit 8cac570 with the ``td`` signal in place of
+the default run (the ``td`` signal and ``initial_score="max"`` are removed since): check out that
+commit to make it again.
 """
 
 import argparse
@@ -24,9 +33,13 @@ from sb3_complementary import ComplementaryDQN
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quickstart import ZOO_CARTPOLE as CARTPOLE
 
+#: The density-ratio configuration (the default 2026-12-06 to 2026-12-07): the knobs that differ from LaBER's.
+DENSITY_RATIO = dict(contribution="density_ratio", epsilon=1e-3, uniform_fraction=0.25, score_floor=0.01)
+
 RUNS = {
-    "default": {},
-    "density_ratio": dict(alpha=0.6, candidate_pool=0),  # the sum tree, by the scores of the last re-score
+    "default": {},  # LaBER: no extractor is fitted
+    # The extractor's metrics need it fitted: the sum tree, by the scores of the last re-score.
+    "density_ratio": dict(DENSITY_RATIO, alpha=0.6, candidate_pool=0),
 }
 
 

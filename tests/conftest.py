@@ -41,15 +41,26 @@ def tiny_extractor(**keys: Any) -> dict[str, Any]:
     return {"extractor_kwargs": {**TINY_EXTRACTOR["extractor_kwargs"], **keys}}
 
 
-#: The sum-tree path: draws by the scores of the last re-score, no candidate pool.
-TREE_REPLAY: dict[str, Any] = {"alpha": 0.6, "candidate_pool": 0}
+#: The density-ratio configuration, the DQN family's default until 2026-12-07: the extractor's ratio
+#: x fresh |TD| on the default pool of 4. Tests of the extractor pass it (the default fits none).
+DENSITY_RATIO: dict[str, Any] = {
+    "contribution": "density_ratio",
+    "epsilon": 1e-3,
+    "uniform_fraction": 0.25,
+    "score_floor": 0.01,
+}
+
+#: The sum-tree path: the density ratio's draws by the scores of the last re-score, no candidate pool.
+TREE_REPLAY: dict[str, Any] = {**DENSITY_RATIO, "alpha": 0.6, "candidate_pool": 0}
 
 ALGOS = {
-    # The constructor defaults (density ratio x fresh |TD| on a pool of 4), with a tiny schedule.
-    "complementary-default": (ComplementaryDQN, TINY_EXTRACTOR),
+    # The constructor defaults (LaBER: fresh |TD| on a pool of 4, no extractor fitted).
+    "complementary-default": (ComplementaryDQN, {}),
+    # The density ratio x fresh |TD| on the pool, with a tiny schedule.
+    "complementary-density": (ComplementaryDQN, {**DENSITY_RATIO, **TINY_EXTRACTOR}),
     "complementary-tree": (ComplementaryDQN, {**TREE_REPLAY, **TINY_EXTRACTOR}),
-    "complementary-fresh-td": (ComplementaryDQN, {"contribution": "fresh_td", **TINY_EXTRACTOR}),
-    "complementary-alpha0": (ComplementaryDQN, {"alpha": 0.0, **TINY_EXTRACTOR}),
+    "complementary-fresh-td": (ComplementaryDQN, {**DENSITY_RATIO, "contribution": "fresh_td"}),
+    "complementary-alpha0": (ComplementaryDQN, {**DENSITY_RATIO, "alpha": 0.0, **TINY_EXTRACTOR}),
     "prioritized": (PrioritizedDQN, {}),
 }
 

@@ -16,6 +16,7 @@ from stable_baselines3 import DQN
 
 from sb3_complementary.benchmark import backends, runner
 from sb3_complementary.benchmark.store import read_run_file, run_path
+from tests.conftest import DENSITY_RATIO
 
 TINY_HYPERPARAMS = {
     "policy": "MlpPolicy",
@@ -166,7 +167,7 @@ def test_drift_entry_evaluates_the_task_being_trained_and_records_replay_diagnos
             "density": {
                 "algo": "complementary",
                 "kwargs": {
-                    "contribution": "density_ratio",
+                    **DENSITY_RATIO,
                     "extractor_kwargs": {"fast_memory": 100, "train_freq": 100, "refresh_interval": 100},
                 },
             }

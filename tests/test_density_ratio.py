@@ -11,12 +11,12 @@ from gymnasium import spaces
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, ExperienceExtractor
 from sb3_complementary.common.extractor import HOLDOUT_MODULUS, fit_classifier, held_out, held_out_auc, ratio_weights
 from sb3_complementary.common.extractor_settings import MIN_FAST_MEMORY
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR, tiny_extractor
+from tests.conftest import DENSITY_RATIO, TINY_DQN, TINY_EXTRACTOR, tiny_extractor
 
 DENSITY: dict[str, Any] = {
     **TINY_DQN,
+    **DENSITY_RATIO,
     **tiny_extractor(fast_memory=100),
-    "contribution": "density_ratio",
     "candidate_pool": 0,  # the ratio alone: the screen's density-sampling
     "alpha": 1.0,
 }
@@ -165,9 +165,9 @@ def test_default_fast_memory_is_2000_or_a_fifth_of_a_smaller_buffer(buffer_size,
 
 
 def test_a_buffer_too_small_for_the_classifier_says_so():
-    """Below 32 transitions the fast memory cannot be held out and fitted: the default warns, it does not go silent."""
+    """Below 32 transitions the fast memory cannot be held out and fitted: the density ratio warns, not silent."""
     with pytest.warns(UserWarning, match=r"buffer_size=20 is below twice the smallest fast memory \(16\)"):
-        model = ComplementaryDQN("MlpPolicy", "CartPole-v1", buffer_size=20, device="cpu")
+        model = ComplementaryDQN("MlpPolicy", "CartPole-v1", buffer_size=20, device="cpu", **DENSITY_RATIO)
     assert model.extractor_settings["fast_memory"] == 16
 
 
@@ -262,7 +262,8 @@ def test_save_load_keeps_the_classifier_and_its_auc(tmp_path):
 
 
 def test_a_buffer_saved_before_the_density_ratio_loads_and_gets_the_neutral_ratio(tmp_path):
-    old = ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), seed=0, **{**TINY_DQN, **TINY_EXTRACTOR})
+    kwargs = {**TINY_DQN, **DENSITY_RATIO, **TINY_EXTRACTOR}
+    old = ComplementaryDQN("MlpPolicy", gym.make("CartPole-v1"), seed=0, **kwargs)
     old.learn(200)
     del old.replay_buffer.neutral_score  # as pickled before the attribute existed
     old.save_replay_buffer(tmp_path / "old")

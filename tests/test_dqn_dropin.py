@@ -35,8 +35,12 @@ def env_factory(kind: str):
     raise AssertionError(kind)
 
 
+#: The default (LaBER), the density-ratio extractor on the pool and on the sum tree, and PER.
+DROP_IN = ["complementary-default", "complementary-density", "complementary-tree", "prioritized"]
+
+
 def check_learned(model, steps=STEPS):
-    """It ran, trained, kept a healthy tree, and (for Complementary) fitted the extractor."""
+    """It ran, trained, kept a healthy tree, and (for the density ratio) fitted the extractor."""
     assert model.num_timesteps >= steps
     assert model._n_updates > 0
     buffer = model.replay_buffer
@@ -46,7 +50,7 @@ def check_learned(model, steps=STEPS):
     leaves = buffer.tree.leaves
     assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
     if isinstance(model, ComplementaryDQN):
-        if model.contribution == "density_ratio":  # the default: the density-ratio classifier
+        if model.contribution == "density_ratio":  # the density-ratio classifier
             assert np.isfinite(model.extractor_auc), "the classifier was never fitted"
             logits = model.extractor.numpy_logits(buffer.ratio_inputs(buffer.valid_indices()))
             assert np.all(np.isfinite(logits)) and logits.std() > 0
@@ -71,14 +75,14 @@ def test_box_observations(algo):
 
 
 @pytest.mark.parametrize("kind", ["discrete", "multibinary", "multidiscrete"])
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
+@pytest.mark.parametrize("algo", DROP_IN)
 def test_other_observation_spaces(algo, kind):
     model = make_model(algo, env_factory(kind), seed=0)
     model.learn(STEPS)
     check_learned(model)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
+@pytest.mark.parametrize("algo", DROP_IN)
 def test_several_envs_dummy_vec_env(algo):
     env = make_vec_env("CartPole-v1", n_envs=3, seed=0, vec_env_cls=DummyVecEnv)
     model = make_model(algo, env, seed=0)
@@ -93,7 +97,7 @@ def test_several_envs_dummy_vec_env(algo):
 def test_several_discrete_obs_envs():
     """SB3 reshapes Discrete observations of several envs: the extractor's inputs must follow."""
     env = make_vec_env(lambda: IdentityEnv(dim=3, ep_length=10), n_envs=2, seed=0)
-    model = make_model("complementary-default", env, seed=0)
+    model = make_model("complementary-density", env, seed=0)
     model.learn(STEPS)
     check_learned(model)
 
@@ -123,7 +127,7 @@ def test_vec_normalize():
     np.testing.assert_allclose(batch.samples.observations.numpy(), env.normalize_obs(raw), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
+@pytest.mark.parametrize("algo", DROP_IN)
 def test_cnn_policy_on_small_images(algo):
     env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"features_dim": 16}}
@@ -132,7 +136,7 @@ def test_cnn_policy_on_small_images(algo):
     check_learned(model, 200)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
+@pytest.mark.parametrize("algo", DROP_IN)
 def test_multi_input_policy_on_dict_env(algo):
     env = SimpleMultiObsEnv(random_start=False)
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"cnn_output_dim": 16}}
@@ -142,7 +146,7 @@ def test_multi_input_policy_on_dict_env(algo):
     check_learned(model, 200)
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree", "prioritized"])
+@pytest.mark.parametrize("algo", DROP_IN)
 def test_optimize_memory_usage(algo):
     model = make_model(
         algo,
@@ -199,7 +203,7 @@ def test_eval_and_checkpoint_callbacks(tmp_path):
     )
     checkpoints = tmp_path / "checkpoints"
     checkpoint = CheckpointCallback(save_freq=150, save_path=str(checkpoints), name_prefix="ckpt")
-    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    model = make_model("complementary-density", "CartPole-v1", seed=0)
     model.learn(STEPS, callback=[eval_callback, checkpoint])
     check_learned(model)
     assert len(eval_callback.evaluations_results) == STEPS // 100
@@ -223,7 +227,7 @@ def test_the_model_runs_the_extractor_schedule_whatever_the_callback(form, monke
         "callback_list": CallbackList([counter]),
         "function": lambda _locals, _globals: True,
     }[form]
-    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    model = make_model("complementary-density", "CartPole-v1", seed=0)
     calls = {"fit": [], "refresh": []}
     fit, refresh = model.fit_extractor, model.refresh_scores
     monkeypatch.setattr(model, "fit_extractor", lambda: calls["fit"].append(model.num_timesteps) or fit())
@@ -244,7 +248,7 @@ class StopAt(BaseCallback):
 
 
 def test_a_callback_that_stops_training_stops_the_schedule_too(monkeypatch):
-    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    model = make_model("complementary-density", "CartPole-v1", seed=0)
     fits = []
     fit = model.fit_extractor
     monkeypatch.setattr(model, "fit_extractor", lambda: fits.append(model.num_timesteps) or fit())
@@ -290,7 +294,7 @@ COMPLEMENTARY_KEYS = {
 }
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree"])
+@pytest.mark.parametrize("algo", ["complementary-density", "complementary-tree"])
 def test_logger_records_complementary_keys(recording_logger, algo):
     logger, writer = recording_logger
     model = make_model(algo, "CartPole-v1", seed=0)
@@ -310,6 +314,19 @@ def test_logger_records_complementary_keys(recording_logger, algo):
     cap = model.extractor_settings["cap"]  # the scores are self-normalised ratios (mean 1), capped
     for q in range(1, 5):
         assert all(0 < v <= cap for v in writer.values(f"complementary/score_age_q{q}"))
+
+
+def test_the_default_logs_its_draws_and_no_extractor(recording_logger):
+    """LaBER fits no extractor: it logs its pool's draws and its unnormalised IS weights ``mean(p) / p_i``."""
+    logger, writer = recording_logger
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    model.set_logger(logger)
+    model.learn(600, log_interval=1)
+    assert {"complementary/is_weight_mean", "complementary/is_weight_max", "complementary/beta"} <= writer.keys()
+    assert writer.keys().isdisjoint({"complementary/extractor_loss"})
+    assert set(writer.values("complementary/beta")) == {1.0}
+    assert max(writer.values("complementary/is_weight_max")) > 1  # not divided by the batch maximum
+    assert np.isnan(model.extractor_auc)
 
 
 def test_prioritized_logs_is_weights(recording_logger):

@@ -13,7 +13,7 @@ from sb3_complementary import (
 )
 from sb3_complementary.common.buffers import take_rows
 from tests.algorithms import SPECS, STEPS, build, fixed_batch
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer, tiny_extractor
+from tests.conftest import DENSITY_RATIO, TINY_DQN, TINY_EXTRACTOR, fill_buffer, tiny_extractor
 
 OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = spaces.Discrete(4)
@@ -280,13 +280,14 @@ def test_a_uniform_selection_skips_the_pools_forward_pass(monkeypatch):
     np.testing.assert_array_equal(picks[0], picks[1])
 
 
-def test_the_default_draw_prefers_high_scores_with_unit_is_weights(monkeypatch):
+def test_the_density_ratio_draw_prefers_high_scores_with_unit_is_weights(monkeypatch):
     """
-    Through ``_draw_batch`` at the constructor defaults: the IS weights are exactly 1 (the shift is
-    not undone), and the scored three quarters of a batch go to the candidates whose fresh |TD| is
-    high (here: the candidates with an even flat index get |TD| 1, the others 0.001).
+    Through ``_draw_batch`` with the density ratio (the default until 2026-12-07): the IS weights are
+    exactly 1 (the shift is not undone), and the scored three quarters of a batch go to the
+    candidates whose fresh |TD| is high (here: the candidates with an even flat index get |TD| 1,
+    the others 0.001).
     """
-    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **TINY_EXTRACTOR})
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **DENSITY_RATIO, **TINY_EXTRACTOR})
     model.learn(300)
     monkeypatch.setattr(
         model, "_current_td_abs", lambda data: np.where(np.arange(len(data.rewards)) % 2 == 0, 1.0, 1e-3)
@@ -302,17 +303,12 @@ def test_the_default_draw_prefers_high_scores_with_unit_is_weights(monkeypatch):
 
 
 def test_laber_weights_are_the_pools_mean_priority_over_the_candidates():
-    """LaBER-mean (Lahire et al. 2022): with no uniform share, a pick's IS weight is mean(p) / p_i, unscaled."""
-    model = ComplementaryDQN(
-        "MlpPolicy",
-        "CartPole-v1",
-        seed=0,
-        contribution="laber",
-        uniform_fraction=0.0,
-        score_floor=0.0,
-        epsilon=1e-6,
-        **{**TINY_DQN, **TINY_EXTRACTOR},
-    )
+    """
+    The default, LaBER-mean (Lahire et al. 2022): with no uniform share, a pick's IS weight is
+    mean(p) / p_i, unscaled.
+    """
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **TINY_DQN)
+    assert (model.contribution, model.uniform_fraction, model.score_floor, model.epsilon) == ("laber", 0.0, 0.0, 1e-6)
     model.learn(300)
     assert model.replay_buffer.beta == 1.0  # fixed, not annealed
     td = np.linspace(0.1, 2.0, model.candidate_pool * model.batch_size)

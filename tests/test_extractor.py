@@ -7,7 +7,7 @@ from torch.nn import functional as F
 
 from sb3_complementary import ComplementaryDQN, ExperienceExtractor
 from sb3_complementary.common.extractor import RunningNormalizer
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
+from tests.conftest import DENSITY_RATIO, TINY_DQN, TINY_EXTRACTOR, fill_buffer
 
 
 def test_logits_start_at_zero_a_ratio_of_one():
@@ -67,7 +67,7 @@ def test_fitting_separable_labels_raises_their_logits():
 
 
 def make_model(**overrides):
-    kwargs = {**TINY_DQN, **TINY_EXTRACTOR, "learning_starts": 10_000, "seed": 0}
+    kwargs = {**TINY_DQN, **DENSITY_RATIO, **TINY_EXTRACTOR, "learning_starts": 10_000, "seed": 0}
     kwargs.update(overrides)
     return ComplementaryDQN("MlpPolicy", "CartPole-v1", **kwargs)
 

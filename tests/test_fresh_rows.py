@@ -4,7 +4,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, PrioritizedDQN
-from tests.conftest import TINY_DQN, fill_buffer, tiny_extractor
+from tests.conftest import DENSITY_RATIO, TINY_DQN, fill_buffer, tiny_extractor
 
 OBS = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = spaces.Discrete(4)
@@ -33,14 +33,13 @@ def test_a_recycled_row_does_not_inherit_the_evicted_rows_score():
     np.testing.assert_allclose(leaves[:2], buffer.priority(1.0))
 
 
-def test_the_default_pool_scores_fresh_candidates_at_the_neutral_ratio():
+def test_the_density_ratio_pool_scores_fresh_candidates_at_the_neutral_ratio():
     """
-    The default's draw (density ratio x fresh |TD| on a pool): a transition added since the last
+    The density ratio's draw (ratio x fresh |TD| on a pool): a transition added since the last
     re-score counts at the mean ratio, 1, so its score is its fresh |TD|, not the floor.
     """
-    model = ComplementaryDQN(
-        "MlpPolicy", "CartPole-v1", seed=0, **{**TINY_DQN, **tiny_extractor(fast_memory=50), "buffer_size": 300}
-    )
+    kwargs = {**TINY_DQN, **DENSITY_RATIO, **tiny_extractor(fast_memory=50), "buffer_size": 300}
+    model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **kwargs)
     model.learn(650)  # wrapped twice; the last re-score was at step 600
     buffer = model.replay_buffer
     pending = buffer.row_indices(np.unique(buffer._unscored_rows))

@@ -21,7 +21,7 @@ from sb3_complementary import (
     PrioritizedHerReplayBuffer,
     PrioritizedSAC,
 )
-from tests.conftest import TINY_EXTRACTOR, tiny_extractor
+from tests.conftest import DENSITY_RATIO, TINY_EXTRACTOR, TREE_REPLAY, tiny_extractor
 from tests.replay_breakage import replay_one_transition
 
 N_BITS = 5
@@ -83,13 +83,16 @@ def test_the_class_can_be_passed_directly_with_sb3s_her_kwargs(cls, buffer_class
 
 # --------------------------------------------------------------------------- bit for bit with SB3's HER
 
+#: The density ratio's sum-tree path, without the uniform share (the cases below set it to 1).
+TREE_DENSITY = {"contribution": "density_ratio", "candidate_pool": 0}
+
 #: The uniform share of the sum-tree path draws with SB3's own RNG calls; a candidate pool does not
-#: (it draws the pool first), so the Complementary cases use the tree path. ComplementarySAC runs at its
+#: (it draws the pool first), so the Complementary cases use the density ratio's tree path. ComplementarySAC runs at its
 #: class defaults (no pool), with the extractor fitted and re-scoring during the run.
 EXACT_CASES = [
     (DQN, PrioritizedDQN, {}),
-    (DQN, ComplementaryDQN, {"candidate_pool": 0, **tiny_extractor(fast_memory=50)}),
-    (DQN, ComplementaryDQN, {"candidate_pool": 0, "alpha": 0.0, **tiny_extractor(fast_memory=50)}),
+    (DQN, ComplementaryDQN, {**TREE_DENSITY, **tiny_extractor(fast_memory=50)}),
+    (DQN, ComplementaryDQN, {**TREE_DENSITY, "alpha": 0.0, **tiny_extractor(fast_memory=50)}),
     (SAC, PrioritizedSAC, {}),
     (SAC, ComplementarySAC, tiny_extractor(fast_memory=50)),
 ]
@@ -227,7 +230,7 @@ def test_a_candidate_pool_holds_relabelled_goals_scored_by_their_own_td():
 
 def test_the_sum_tree_path_trains_with_her():
     """The row of docs/her.md's option table not covered below: the ratio draws from the tree, re-scored."""
-    model = trained(ComplementaryDQN, steps=400, alpha=0.6, candidate_pool=0, **tiny_extractor(fast_memory=60))
+    model = trained(ComplementaryDQN, steps=400, **TREE_REPLAY, **tiny_extractor(fast_memory=60))
     buffer = model.replay_buffer
     assert model._n_updates > 0 and np.isfinite(model.extractor_auc)
     assert buffer.scores[buffer.valid_indices()].std() > 0  # re-scored by the fitted extractor
@@ -316,7 +319,7 @@ def test_a_query_does_not_change_the_tree():
 
 
 def test_the_density_ratio_learns_on_goal_data_without_the_desired_goal():
-    model = trained(ComplementaryDQN, steps=400, **tiny_extractor(fast_memory=60))  # the default: density_ratio
+    model = trained(ComplementaryDQN, steps=400, **DENSITY_RATIO, **tiny_extractor(fast_memory=60))
     buffer = model.replay_buffer
     assert np.isfinite(model.extractor_auc)  # the classifier was fitted and measured on held-out goal data
     weights = buffer.scores[buffer.valid_indices()]
@@ -337,7 +340,7 @@ def test_the_density_ratio_learns_on_goal_data_without_the_desired_goal():
 @pytest.mark.parametrize("cls", [PrioritizedDQN, ComplementaryDQN, ComplementarySAC, ComplementaryCrossQ])
 def test_save_and_load_keep_the_priorities(tmp_path, cls):
     continuous = cls in (ComplementarySAC, ComplementaryCrossQ)
-    extra = TINY_EXTRACTOR if cls is not PrioritizedDQN else {}
+    extra = {ComplementaryDQN: {**DENSITY_RATIO, **TINY_EXTRACTOR}, PrioritizedDQN: {}}.get(cls, TINY_EXTRACTOR)
     model = trained(cls, steps=200, continuous=continuous, **extra)
     buffer = model.replay_buffer
     buffer.sample_weighted(1)

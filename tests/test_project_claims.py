@@ -46,7 +46,7 @@ def test_algorithm_docstrings_say_what_the_default_does():
             if issubclass(obj, ActorCriticComplementaryMixin):  # uniform draws by default
                 says_default = 'contribution="density_ratio"' in doc and "``alpha=0``" in doc and "uniform" in doc
             else:
-                says_default = 'contribution="density_ratio"' in doc and "|TD|" in doc
+                says_default = 'contribution="laber"' in doc and "|TD|" in doc and "LaBER" in doc
             assert says_default, f"{name} does not say what its default learns"
 
 

@@ -9,6 +9,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_complementary import ComplementaryDQN
 from sb3_complementary.common.extractor import held_out_auc
+from tests.conftest import DENSITY_RATIO
 
 SETTINGS = {"train_freq": 300, "refresh_interval": 300, "fast_memory": 200}
 
@@ -33,24 +34,22 @@ class AskEverything(BaseCallback):
         return True
 
 
-def _train(callback: BaseCallback | None, candidate_pool: int = 4) -> tuple[list[th.Tensor], np.ndarray]:
+def _train(callback: BaseCallback | None, **replay: Any) -> tuple[list[th.Tensor], np.ndarray]:
     model = ComplementaryDQN(
-        "MlpPolicy",
-        "CartPole-v1",
-        seed=3,
-        learning_starts=300,
-        buffer_size=2000,
-        candidate_pool=candidate_pool,
-        extractor_kwargs=SETTINGS,
+        "MlpPolicy", "CartPole-v1", seed=3, learning_starts=300, buffer_size=2000, extractor_kwargs=SETTINGS, **replay
     )
     model.learn(2500, callback=callback)
     return [p.detach().clone() for p in model.policy.parameters()], model.replay_buffer.scores.copy()
 
 
-@pytest.mark.parametrize("candidate_pool", [4, 0])
-def test_queries_leave_training_bit_for_bit(candidate_pool: int) -> None:
-    params, scores = _train(None, candidate_pool)
-    asked_params, asked_scores = _train(AskEverything(lambda model: model.auc_rng), candidate_pool)
+@pytest.mark.parametrize(
+    "replay",
+    [{}, DENSITY_RATIO, {**DENSITY_RATIO, "candidate_pool": 0}],
+    ids=["default", "density-ratio-pool", "density-ratio-tree"],
+)
+def test_queries_leave_training_bit_for_bit(replay: dict[str, Any]) -> None:
+    params, scores = _train(None, **replay)
+    asked_params, asked_scores = _train(AskEverything(lambda model: model.auc_rng), **replay)
     for a, b in zip(params, asked_params, strict=True):
         assert th.equal(a, b)
     np.testing.assert_array_equal(scores, asked_scores)
@@ -59,6 +58,6 @@ def test_queries_leave_training_bit_for_bit(candidate_pool: int) -> None:
 def test_the_check_can_fail_a_query_on_the_training_generator_changes_training() -> None:
     # What the AUC did before 53be4dc: its held-out sample came from replay_rng, the generator of
     # the classifier's mini-batches, so asking for it moved the next fit and the scores.
-    _, scores = _train(None)
-    _, asked_scores = _train(AskEverything(lambda model: model.replay_rng))
+    _, scores = _train(None, **DENSITY_RATIO)
+    _, asked_scores = _train(AskEverything(lambda model: model.replay_rng), **DENSITY_RATIO)
     assert not np.array_equal(scores, asked_scores)

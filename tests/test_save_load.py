@@ -17,8 +17,8 @@ STORED_ARRAYS = ("actions", "rewards", "dones", "timeouts", "terminals", "task_i
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A ComplementaryDQN whose extractor, optimizer and normaliser have all moved, saved with its buffer."""
-    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    """A density-ratio ComplementaryDQN whose extractor, optimizer and normaliser have moved, saved with its buffer."""
+    model = make_model("complementary-density", "CartPole-v1", seed=0)
     model.learn(400)
     folder = tmp_path_factory.mktemp("saved")
     model.save(folder / "model")  # SB3 appends .zip
@@ -251,7 +251,7 @@ def test_saved_file_names_follow_sb3(tmp_path, algo):
 # --------------------------------------------------------------------------- resuming
 
 
-@pytest.mark.parametrize("algo", ["complementary-default", "complementary-tree"])
+@pytest.mark.parametrize("algo", ["complementary-density", "complementary-tree"])
 def test_a_resumed_run_keeps_every_piece_of_extractor_state(tmp_path, algo):
     """What docs/design.md ("What a resumed run keeps") promises, checked piece by piece."""
     model = make_model(algo, "CartPole-v1", seed=0)

@@ -3,6 +3,7 @@
 import ast
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sb3_contrib import QRDQN, TQC, CrossQ
@@ -126,12 +127,12 @@ def test_files_are_at_most_400_lines(path: Path) -> None:
 MAX_PATH_FILES = 5
 
 
-def default_path_files() -> set[str]:
+def default_path_files(**replay: Any) -> set[str]:
     """
-    The package files that run during the default path: ComplementaryDQN at its defaults, one
-    ``replay_buffer.add()``, one ``train()`` step, one ``fit_extractor()`` and one
+    The package files that run during the default path: ComplementaryDQN at its defaults (or with
+    ``replay``), one ``replay_buffer.add()``, one ``train()`` step, one ``fit_extractor()`` and one
     ``refresh_scores()``, traced with ``sys.setprofile`` (construction and a short ``learn`` that
-    fills the buffer run before the trace).
+    fills the buffer run before the trace). LaBER, the default, fits nothing in the last two.
     """
     import sys
 
@@ -139,9 +140,16 @@ def default_path_files() -> set[str]:
     import numpy as np
 
     model = sb3c.ComplementaryDQN(
-        "MlpPolicy", gym.make("CartPole-v1"), buffer_size=2000, learning_starts=0, batch_size=32, seed=0, device="cpu"
+        "MlpPolicy",
+        gym.make("CartPole-v1"),
+        buffer_size=2000,
+        learning_starts=0,
+        batch_size=32,
+        seed=0,
+        device="cpu",
+        **replay,
     )
-    model.learn(900)  # enough to fit the extractor (twice its fast memory of 400)
+    model.learn(900)  # enough to fit the density ratio's extractor (twice its fast memory of 400)
     obs = model.env.reset()
     files: set[str] = set()
     root = str(PACKAGE) + "/"
@@ -158,11 +166,13 @@ def default_path_files() -> set[str]:
         model.refresh_scores()
     finally:
         sys.setprofile(None)
-    assert not np.isnan(model.extractor_auc), "the extractor was not fitted: the trace missed the fit"
+    fitted = not np.isnan(model.extractor_auc)
+    assert fitted == (model.contribution == "density_ratio"), "the trace missed the fit, or LaBER fitted"
     return files
 
 
-def test_the_default_path_reads_in_at_most_five_files() -> None:
-    files = default_path_files()
+@pytest.mark.parametrize("replay", [{}, {"contribution": "density_ratio"}], ids=["default", "density-ratio"])
+def test_the_default_path_reads_in_at_most_five_files(replay: dict[str, Any]) -> None:
+    files = default_path_files(**replay)
     assert len(files) <= MAX_PATH_FILES, sorted(files)
-    assert "common/sum_tree.py" in files and "dqn/weighted_dqn.py" in files, sorted(files)  # the trace sees them
+    assert "common/replay_buffer.py" in files and "dqn/weighted_dqn.py" in files, sorted(files)  # the trace sees them

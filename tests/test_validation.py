@@ -16,7 +16,7 @@ from sb3_complementary import (
     PrioritizedDQN,
     PrioritizedSAC,
 )
-from tests.conftest import TINY_DQN, tiny_extractor
+from tests.conftest import DENSITY_RATIO, TINY_DQN, tiny_extractor
 
 UNIT = r"(\[0(\.0)?, ?1(\.0)?\]|between 0(\.0)? and 1(\.0)?|0(\.0)? <= \w+ <= 1(\.0)?)"
 NON_NEGATIVE = r"(\[0(\.0)?, ?(inf|∞)[\])]|>= ?0|non-negative)"
@@ -259,7 +259,12 @@ def test_user_replay_buffer_kwargs_are_not_mutated():
 def test_non_finite_scores_during_training_fall_back_and_training_goes_on(monkeypatch):
     """An extractor that outputs NaN for some transitions: a warning, uniform weights, and learn() completes."""
     model = ComplementaryDQN(
-        "MlpPolicy", "CartPole-v1", **TINY_DQN, **tiny_extractor(refresh_interval=50, train_freq=50), seed=0
+        "MlpPolicy",
+        "CartPole-v1",
+        **TINY_DQN,
+        **DENSITY_RATIO,
+        **tiny_extractor(refresh_interval=50, train_freq=50),
+        seed=0,
     )
     original = model.extractor.numpy_logits
     calls = []

@@ -52,11 +52,12 @@ def test_train_then_load_then_enjoy(tmp_path: Path) -> None:
     assert model.num_timesteps >= 300 and model._n_updates > 0
     assert (run / "evaluations.npz").is_file()  # EvalCallback ran
     config = dict(yaml.load((run / "CartPole-v1" / "config.yml").read_text(), Loader=yaml.UnsafeLoader))
-    assert config["contribution"] == "density_ratio" and config["learning_starts"] == 100  # packaged file + -params
+    assert config["contribution"] == "laber" and config["learning_starts"] == 100  # packaged file + -params
     enjoy = run_cli("enjoy", "--algo", "complementary_dqn", "--env", "CartPole-v1", "-f", str(logs),
                     "--no-render", "-n", "200", "--num-threads", "1", cwd=tmp_path)  # fmt: skip
     assert "Loading" in enjoy.stdout and "Mean reward" in enjoy.stdout
-    assert model.last_fit_step > 0  # the model ran its extractor schedule during the zoo's learn()
+    # The packaged knobs reached the model: LaBER, the constructor's defaults.
+    assert (model.contribution, model.uniform_fraction, model.score_floor, model.epsilon) == ("laber", 0.0, 0.0, 1e-6)
 
 
 def test_train_a_her_entry_then_enjoy(tmp_path: Path) -> None:

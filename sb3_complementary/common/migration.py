@@ -88,7 +88,8 @@ def check_contribution(contribution: str) -> None:
     if contribution in REMOVED_VALUES["contribution"]:
         raise ValueError(
             f"contribution={contribution!r}: the label signals were removed after commit {LAST_COMMIT} "
-            "(refuted: docs/benchmarks/history.md); use 'density_ratio' (the default), 'fresh_td' or 'laber', "
+            "(refuted: docs/benchmarks/history.md); use 'laber' (the DQN family's default), 'density_ratio' "
+            "or 'fresh_td', "
             f"or check out {LAST_COMMIT}"
         )
 

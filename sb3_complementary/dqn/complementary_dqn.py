@@ -11,11 +11,13 @@ from sb3_complementary.dqn.weighted_dqn import WeightedDQN
 
 class ComplementaryDQN(ComplementaryMixin, WeightedDQN):
     """
-    DQN with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
-    extractor classifies the freshest transitions against the whole buffer, and each gradient step
-    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
-    ``|TD|`` measured now; the other signals are knobs.
+    DQN with Complementary replay. By default (``contribution="laber"``: LaBER, Lahire et al. 2022)
+    each gradient step draws a uniform pool of four batches, measures each candidate's ``|TD|`` now,
+    and down-samples its batch in proportion to it, with IS weights that keep a uniform batch's
+    gradient; no extractor is fitted. It is the one configuration its 10-seed study measured not
+    worse than DQN on every entry, with no gain (docs/results/study_laber.md). With
+    ``contribution="density_ratio"`` a small experience extractor, a classifier of the freshest
+    transitions against the whole buffer, multiplies fresh ``|TD|`` by its density ratio.
 
     Idea: Complementary RL (arXiv 2603.17621), mapped onto SB3 in docs/design.md. Drop-in:
     ``ComplementaryDQN("MlpPolicy", env).learn(100_000)`` works wherever ``DQN`` does. It takes

@@ -11,11 +11,11 @@ from sb3_complementary.qrdqn.weighted_qrdqn import WeightedQRDQN
 
 class ComplementaryQRDQN(ComplementaryMixin, WeightedQRDQN):
     """
-    QRDQN with Complementary replay: a small experience extractor scores every stored
-    transition, and replay samples by those scores. By default (``contribution="density_ratio"``) the
-    extractor classifies the freshest transitions against the whole buffer, and each gradient step
-    picks its batch from a uniform pool of four batches by that density ratio times each candidate's
-    ``|TD|`` measured now; the other signals are knobs.
+    QRDQN with Complementary replay, with ``ComplementaryDQN``'s knobs and defaults. By default
+    (``contribution="laber"``: LaBER, Lahire et al. 2022) each gradient step draws a uniform pool of
+    four batches, measures each candidate's ``|TD|`` now (of the Q-value the quantiles imply), and
+    down-samples its batch in proportion to it, with IS weights that keep a uniform batch's
+    gradient; no extractor is fitted. LaBER was measured with DQN, not with QR-DQN.
 
     The IS weights multiply each sample's quantile Huber loss.
     (docs/algorithms/distributional.md).
