@@ -5,9 +5,9 @@ Golden fingerprints of short training runs: proof that a refactor preserves beha
     python benchmarks/fingerprint.py --check tests/data/fingerprints.json  # compare (exit 1 on a change)
     python benchmarks/fingerprint.py --only dqn_default,sac_default --check tests/data/fingerprints.json
 
-Each configuration trains a short run (small ``buffer_size``, so that the buffer wraps; the
-extractor fits and the buffer is re-scored several times at the default schedule) and hashes,
-with SHA-256:
+Each configuration trains a short run (small ``buffer_size``, so that the buffer wraps; where the
+density ratio runs, the extractor fits and the buffer is re-scored several times at the default
+schedule) and hashes, with SHA-256:
 
 - ``policy``: every tensor of the policy's ``state_dict`` (the final parameters);
 - ``scores``: the replay buffer's ``scores`` array;
@@ -36,7 +36,7 @@ from stable_baselines3.her import HerReplayBuffer
 
 import sb3_complementary as sb3c
 
-#: Small DQN settings: the buffer (2,000) wraps twice in 5,000 steps; the default extractor
+#: Small DQN settings: the buffer (2,000) wraps twice in 5,000 steps; the density ratio's extractor
 #: (fast memory 400) fits every 500 steps once 800 transitions are stored.
 DQN_BASE: dict[str, Any] = {
     "learning_starts": 500,
