@@ -325,7 +325,8 @@ class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
 
         The scores are the tempered, self-normalised, capped ratio of
         :func:`~sb3_complementary.common.extractor.ratio_weights` (all 1 until the first fit).
-        ``fresh_td`` and ``laber`` score at draw time: only the health is logged.
+        ``fresh_td`` and ``laber`` score at draw time and store no scores: only
+        :meth:`replay_diagnostics` is logged.
         """
         buffer = self.replay_buffer
         indices = buffer.valid_indices()
@@ -338,15 +339,14 @@ class ComplementaryMixin(WeightedReplayMixin, ComplementarySetupMixin):
                 settings = self.extractor_settings
                 weights = ratio_weights(logits, settings["temperature"], settings["cap"])
             buffer.set_all_scores(indices, weights)
+            ages = (buffer.pos - 1 - indices // buffer.n_envs) % buffer.buffer_size  # 0 for the freshest row
+            quartile = np.minimum((np.argsort(np.argsort(ages)) * 4) // len(ages), 3)
+            scores = buffer.scores[indices]
+            for q in range(4):
+                if np.any(quartile == q):  # q1 = youngest quarter of the buffer, q4 = oldest
+                    self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
         for name, value in self.replay_diagnostics().items():
             self.logger.record(f"complementary/{name}", value)
-        ages = (buffer.pos - 1 - indices // buffer.n_envs) % buffer.buffer_size  # 0 for the freshest row
-        quartile = np.minimum((np.argsort(np.argsort(ages)) * 4) // len(ages), 3)
-        scores = buffer.scores[indices]
-        for q in range(4):
-            if np.any(quartile == q):
-                # q1 = youngest quarter of the buffer, q4 = oldest.
-                self.logger.record(f"complementary/score_age_q{q + 1}", float(scores[quartile == q].mean()))
         task_ids = buffer.task_ids.reshape(-1)[indices]
         if task_ids.size and task_ids.min() != task_ids.max():  # a multi-task run
             self._log_task_shares(buffer.task_shares(indices))
