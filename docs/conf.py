@@ -59,6 +59,7 @@ exclude_patterns = [
     "benchmarks/study/harm-noise.md",
     "benchmarks/study-laber/gates.md",
     "benchmarks/study-laber/gates-seeds-5-9.md",
+    "benchmarks/screen-actor-batch/gates-laber.md",
     "multitask/per_task.md",
 ]
 
