@@ -17,9 +17,9 @@ class ActorCriticComplementaryMixin(ComplementaryMixin):
     et al. 2023). The uniform configuration scored 0.421 there and was level with SAC on
     Pendulum-v1 (docs/algorithms/actor_critic.md). LaBER, the DQN family's default, is level with
     SAC on Pendulum-v1 and 0.948x SAC on LunarLanderContinuous-v3 (0.365), behind these uniform
-    draws (docs/results/study_laber.md). ``epsilon``,
-    ``uniform_fraction`` and ``score_floor`` keep the values this configuration was measured with
-    (``uniform_fraction`` sets how a batch is drawn, so it moves the RNG stream even at ``alpha=0``).
+    draws (docs/results/study_laber.md). ``epsilon``, ``uniform_fraction`` and ``score_floor`` keep
+    the values this configuration was measured with (``uniform_fraction`` sets how a batch is drawn,
+    so it moves the RNG stream even at ``alpha=0``).
 
     :param contribution: What scores the candidates (:class:`ComplementaryMixin`).
     :param alpha: Priority exponent on the scores, >= 0 (0: uniform draws).
