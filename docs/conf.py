@@ -60,6 +60,7 @@ exclude_patterns = [
     "benchmarks/study-laber/gates.md",
     "benchmarks/study-laber/gates-seeds-5-9.md",
     "benchmarks/screen-actor-batch/gates-laber.md",
+    "benchmarks/screen-actor-batch/gates.md",
     "multitask/per_task.md",
 ]
 
