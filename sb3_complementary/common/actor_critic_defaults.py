@@ -1,4 +1,4 @@
-"""The actor-critic classes' defaults: uniform draws, the only configuration measured not worse than SAC."""
+"""The actor-critic classes' defaults: uniform draws, which no selection screened with SAC beats."""
 
 from typing import Any
 
