@@ -1,4 +1,4 @@
-"""sb3-complementary: learned, co-evolving replay (Complementary RL) and prioritized replay for Stable-Baselines3."""
+"""sb3-complementary: weighted experience replay (Complementary RL, LaBER, PER) for Stable-Baselines3."""
 
 from sb3_complementary.common.buffers import (
     ComplementaryDictReplayBuffer,
@@ -7,7 +7,7 @@ from sb3_complementary.common.buffers import (
     WeightedSamples,
 )
 from sb3_complementary.common.export import export_to_sb3
-from sb3_complementary.common.extractor import ExperienceExtractor
+from sb3_complementary.common.extractor import ExperienceExtractor, ExtractorTrainingCallback
 from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer, PrioritizedHerReplayBuffer
 from sb3_complementary.crossq import ComplementaryCrossQ
 from sb3_complementary.ddpg import ComplementaryDDPG
@@ -18,7 +18,7 @@ from sb3_complementary.sac import ComplementarySAC, PrioritizedSAC
 from sb3_complementary.td3 import ComplementaryTD3, PrioritizedTD3
 from sb3_complementary.tqc import ComplementaryTQC
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "ComplementaryTD3",
     "ComplementaryTQC",
     "ExperienceExtractor",
+    "ExtractorTrainingCallback",
     "MultiTaskEnv",
     "PrioritizedDQN",
     "PrioritizedHerReplayBuffer",

@@ -18,7 +18,7 @@ from stable_baselines3.common.torch_layers import CombinedExtractor
 from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary.common.persistence import atomic_write
-from sb3_complementary.common.replay_algorithm import WeightedReplayMixin, preserved_rng
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm, preserved_rng
 from sb3_complementary.crossq.policies import MultiInputPolicy as CrossQMultiInputPolicy
 
 #: The name no exported file may mention: a class pickled from it fails to load where it is not installed.
@@ -27,7 +27,7 @@ PACKAGE = "sb3_complementary"
 SB3_PACKAGES = ("stable_baselines3.", "sb3_contrib.")
 
 
-def export_to_sb3(model: WeightedReplayMixin, path: str | pathlib.Path) -> pathlib.Path:
+def export_to_sb3(model: WeightedAlgorithm, path: str | pathlib.Path) -> pathlib.Path:
     """
     Write ``model`` as its SB3 parent would have saved it: ``DQN.load``, ``SAC.load``,
     ``sb3_contrib.CrossQ.load`` (...) read the file without this package installed, and the
@@ -51,7 +51,7 @@ def export_to_sb3(model: WeightedReplayMixin, path: str | pathlib.Path) -> pathl
     :raises ValueError: ``model`` is not one of this package's algorithms, its policy is not an SB3
         policy, or a kept entry would still need this package to load (each named).
     """
-    if not isinstance(model, WeightedReplayMixin):
+    if not isinstance(model, WeightedAlgorithm):
         raise ValueError(
             f"export_to_sb3 exports the algorithms of {PACKAGE} (ComplementaryDQN, PrioritizedSAC, ...), "
             f"got {type(model).__name__}: save it with its own save()"
@@ -114,7 +114,7 @@ def package_references(data_json: str) -> list[str]:
     return found
 
 
-def _parent_policy(model: WeightedReplayMixin) -> tuple[type[BasePolicy], dict[str, Any]]:
+def _parent_policy(model: WeightedAlgorithm) -> tuple[type[BasePolicy], dict[str, Any]]:
     """The policy class and keyword arguments the parent rebuilds the policy from (CrossQ's ``Dict`` one mapped)."""
     policy_class = model.policy_class
     policy_kwargs = copy.copy(model.policy_kwargs)
@@ -137,7 +137,7 @@ def _parent_policy(model: WeightedReplayMixin) -> tuple[type[BasePolicy], dict[s
     return policy_class, policy_kwargs
 
 
-def _parent_buffer(model: WeightedReplayMixin) -> tuple[type[ReplayBuffer] | None, dict[str, Any]]:
+def _parent_buffer(model: WeightedAlgorithm) -> tuple[type[ReplayBuffer] | None, dict[str, Any]]:
     """
     The replay buffer class the parent is told to build on resume, and its keyword arguments:
     SB3's ``HerReplayBuffer`` for this package's HER buffers, else ``None`` (the parent's default,
@@ -150,7 +150,7 @@ def _parent_buffer(model: WeightedReplayMixin) -> tuple[type[ReplayBuffer] | Non
 
 
 def _parent_data(
-    model: WeightedReplayMixin,
+    model: WeightedAlgorithm,
     parent: type[OffPolicyAlgorithm],
     policy_class: type[BasePolicy],
     policy_kwargs: dict[str, Any],
@@ -175,7 +175,7 @@ def _parent_data(
 
 
 def _parent_keys(
-    model: WeightedReplayMixin, parent: type[OffPolicyAlgorithm], overrides: dict[str, Any], excluded: set[str]
+    model: WeightedAlgorithm, parent: type[OffPolicyAlgorithm], overrides: dict[str, Any], excluded: set[str]
 ) -> set[str]:
     """
     The attribute names of a plain ``parent`` model rebuilt from ``model`` as SB3's ``load``

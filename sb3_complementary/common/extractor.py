@@ -11,8 +11,9 @@ tempered, self-normalised, capped ratio into each transition's score (:func:`rat
 
 This module holds the whole extractor, in the order a transition meets it: its inputs
 (:func:`ratio_inputs`), the network (:class:`ExperienceExtractor`), the fit
-(:func:`fit_classifier`), the scores (:func:`ratio_weights`) and the held-out evidence that it
-learns something (:func:`held_out_auc`, a ROC AUC from rank statistics). Its settings
+(:func:`fit_classifier`), the scores (:func:`ratio_weights`), the held-out evidence that it
+learns something (:func:`held_out_auc`, a ROC AUC from rank statistics), and the callback that
+runs its schedule inside ``learn()`` (:class:`ExtractorTrainingCallback`). Its settings
 (``extractor_kwargs``) are checked in :mod:`~sb3_complementary.common.extractor_settings`.
 
 A fixed slice of the buffer (a transition at row ``r`` of env ``e`` with ``(r + e) % HOLDOUT_MODULUS
@@ -21,8 +22,8 @@ classifier's ROC AUC on it is the held-out evidence. A fast memory of at least `
 (16) transitions always holds some of it.
 
 The functions take the replay buffer as ``buffer`` (a
-:class:`~sb3_complementary.common.buffers.ComplementaryReplayBuffer`); this module does not import
-it, so that the buffer can import the inputs' encoding from here.
+:class:`~sb3_complementary.common.buffers.ComplementaryReplayBuffer`), and the callback its model;
+this module imports neither, so that both can import from here.
 """
 
 import warnings
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import get_device
 from torch import nn
 from torch.nn import functional as F
@@ -375,3 +377,53 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     rank_sum = float(average_ranks(scores)[positive].sum())
     u_statistic = rank_sum - n_pos * (n_pos + 1) / 2.0
     return u_statistic / (n_pos * n_neg)
+
+
+# ---------------------------------------------------------------------------------------------- schedule
+class ExtractorTrainingCallback(BaseCallback):
+    """
+    Run the experience extractor's schedule inside ``learn()``: at the end of each rollout, fit the
+    extractor once ``train_freq`` env steps have passed since its last fit, and re-score the whole
+    buffer once ``refresh_interval`` env steps have passed since its last re-score. Both happen
+    between rollouts, in batches, never per sample in the hot loop.
+
+    A weighted model with an extractor (``contribution="density_ratio"``, ``alpha > 0``) adds one
+    with the schedule of its ``extractor_kwargs`` to the callbacks of every ``learn()`` call, unless
+    the user passed one: pass your own for another schedule. It calls only the model's public
+    ``fit_extractor()`` and ``refresh_scores()`` (which log under ``complementary/``) and reads
+    their ``last_fit_step`` and ``last_refresh_step``, which are saved with the model, so a resumed
+    run keeps its schedule.
+
+    :param train_freq: Env steps between fits, >= 1 (None: the model's ``extractor_kwargs["train_freq"]``).
+    :param refresh_interval: Env steps between re-scores, >= 1 (None: the model's
+        ``extractor_kwargs["refresh_interval"]``).
+    :param verbose: SB3's verbosity.
+    """
+
+    def __init__(self, train_freq: int | None = None, refresh_interval: int | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        for name, value in (("train_freq", train_freq), ("refresh_interval", refresh_interval)):
+            if value is not None and (int(value) != value or value < 1):
+                raise ValueError(f"ExtractorTrainingCallback({name}=...) must be a whole number >= 1, got {value!r}")
+        self.train_freq = train_freq
+        self.refresh_interval = refresh_interval
+
+    def _init_callback(self) -> None:
+        if getattr(self.model, "extractor", None) is None:
+            raise ValueError(
+                f"ExtractorTrainingCallback needs a model with an experience extractor, got "
+                f"{type(self.model).__name__} without one (only contribution='density_ratio' with alpha > 0 builds one)"
+            )
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        model: Any = self.model
+        settings = model.extractor_settings
+        train_freq = settings["train_freq"] if self.train_freq is None else self.train_freq
+        refresh_interval = settings["refresh_interval"] if self.refresh_interval is None else self.refresh_interval
+        if model.num_timesteps - model.last_fit_step >= train_freq:
+            model.fit_extractor()
+        if model.num_timesteps - model.last_refresh_step >= refresh_interval and model.replay_buffer.size():
+            model.refresh_scores()

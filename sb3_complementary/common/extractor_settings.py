@@ -29,20 +29,10 @@ EXTRACTOR_DEFAULTS: dict[str, Any] = {
     "temperature": 1.5,
     "cap": 10.0,
     "is_exponent": 0.0,
-    # The learned selection strength (``alpha="auto"`` only): Exp3.S over these strengths.
-    "strengths": (0.0, 0.5, 1.0),
-    "strength_window": 2000,
-    "strength_step_size": 0.2,
-    "strength_exploration": 0.1,
-    "strength_share": 0.01,
 }
-#: The keys that only ``alpha="auto"`` reads.
-STRENGTH_KEYS = ("strengths", "strength_window", "strength_step_size", "strength_exploration", "strength_share")
 
 
-def extractor_settings(
-    extractor_kwargs: dict[str, Any] | None, buffer_size: int, learned_strength: bool = False
-) -> dict[str, Any]:
+def extractor_settings(extractor_kwargs: dict[str, Any] | None, buffer_size: int) -> dict[str, Any]:
     """
     ``extractor_kwargs`` completed with the defaults and checked: each bad value raises a
     ``ValueError`` naming the key, its allowed range and the value.
@@ -51,7 +41,8 @@ def extractor_settings(
 
     - ``net_arch`` (``[64, 64]``): hidden layers of the MLP, a non-empty list of positive sizes;
     - ``lr_ratio`` (0.25): its Adam learning rate as a fraction of the policy's initial one, > 0;
-    - ``train_freq`` (500): env steps between fits, >= 1;
+    - ``train_freq`` (500): env steps between fits, >= 1 (the schedule of the
+      :class:`~sb3_complementary.common.extractor.ExtractorTrainingCallback` that ``learn()`` adds);
     - ``gradient_steps`` (64): Adam steps per fit, >= 1;
     - ``batch_size`` (256): transitions per step, half fast and half slow, >= 2;
     - ``refresh_interval`` (1000): env steps between re-scores of the whole buffer, >= 1;
@@ -63,26 +54,14 @@ def extractor_settings(
     - ``is_exponent`` (0): the IS exponent of the ratio's draws, in [0, 1], fixed: 0 keeps the
       shift toward the current agent's data (the point of the ratio), 1 undoes it.
 
-    With ``alpha="auto"`` only (:mod:`~sb3_complementary.common.selection_strength`):
-
-    - ``strengths`` (``(0, 0.5, 1)``): the selection strengths the bandit chooses from, >= 0;
-    - ``strength_window`` (2000): env steps trained under one strength, >= 1;
-    - ``strength_step_size`` (0.2), ``strength_exploration`` (0.1), ``strength_share`` (0.01):
-      Exp3.S's step size (> 0), uniform share of its choice (in (0, 1]) and weight sharing (in [0, 1)).
-
     :param extractor_kwargs: The user's dict (None: every default). It is read, never written.
     :param buffer_size: The replay buffer's size, which bounds the fast memory.
-    :param learned_strength: Whether ``alpha="auto"``; without it the ``strength*`` keys are refused
-        (they would do nothing).
     :return: A new dict with every key.
     """
     given = dict(extractor_kwargs or {})
     unknown = sorted(set(given) - set(EXTRACTOR_DEFAULTS))
     if unknown:
         raise ValueError(f"extractor_kwargs: unknown keys {unknown}; the keys are {sorted(EXTRACTOR_DEFAULTS)}")
-    idle = sorted(set(given) & set(STRENGTH_KEYS)) if not learned_strength else []
-    if idle:
-        raise ValueError(f"extractor_kwargs: {idle} only take effect with alpha='auto'")
     settings = {**EXTRACTOR_DEFAULTS, **given}
     net_arch = list(settings["net_arch"])
     if not net_arch or any(int(w) != w or w < 1 for w in net_arch):
@@ -106,16 +85,4 @@ def extractor_settings(
             "extractor_kwargs['fast_memory']", settings["fast_memory"], low=MIN_FAST_MEMORY, high=buffer_size // 2
         )
     settings["fast_memory"] = int(settings["fast_memory"])
-    strengths = tuple(settings["strengths"])
-    if len(strengths) < 2 or any(not 0 <= s < float("inf") for s in strengths):
-        raise ValueError(f"extractor_kwargs['strengths'] must hold at least 2 finite values >= 0, got {strengths!r}")
-    settings["strengths"] = tuple(float(s) for s in strengths)
-    check_range("extractor_kwargs['strength_window']", settings["strength_window"], low=1)
-    check_range("extractor_kwargs['strength_step_size']", settings["strength_step_size"], low=0.0, low_open=True)
-    check_range(
-        "extractor_kwargs['strength_exploration']", settings["strength_exploration"], low=0.0, high=1.0, low_open=True
-    )
-    check_range("extractor_kwargs['strength_share']", settings["strength_share"], low=0.0, high=1.0)
-    if settings["strength_share"] == 1.0:
-        raise ValueError("extractor_kwargs['strength_share'] must be in [0, 1), got 1.0")
     return settings

@@ -1,6 +1,5 @@
 """Weighted replay for goal-conditioned tasks: SB3's ``HerReplayBuffer`` that samples by score."""
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -12,26 +11,10 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her import HerReplayBuffer
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy
 
-from sb3_complementary.common.buffers import ComplementaryDictReplayBuffer, ComplementaryReplayBuffer
+from sb3_complementary.common.buffers import ComplementaryReplayBuffer
 
 
-class _HerStorage(HerReplayBuffer):
-    """
-    SB3's ``HerReplayBuffer`` as the storage below :class:`ComplementaryReplayBuffer` in the MRO.
-
-    The complementary buffer builds its storage with SB3's ``ReplayBuffer`` arguments; this
-    layer adds the HER ones, which :class:`ComplementaryHerReplayBuffer` parks on the instance
-    just before (``_her_settings``).
-    """
-
-    _her_settings: dict[str, Any]
-
-    def __init__(self, buffer_size: int, observation_space: spaces.Dict, action_space: spaces.Space, **kwargs: Any):
-        settings = self.__dict__.pop("_her_settings")
-        super().__init__(buffer_size, observation_space, action_space, **settings, **kwargs)
-
-
-class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
+class ComplementaryHerReplayBuffer(ComplementaryReplayBuffer, HerReplayBuffer):  # type: ignore[misc]
     """
     SB3's ``HerReplayBuffer`` (same constructor, goal strategies, ``copy_info_dict``, ``n_envs``,
     save/load with the env re-attached) whose draws follow the scores of a
@@ -64,7 +47,14 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
     :param n_sampled_goal: Relabelled transitions per real one (``her_ratio = 1 - 1 / (n + 1)``).
     :param goal_selection_strategy: ``"future"``, ``"final"`` or ``"episode"``.
     :param copy_info_dict: Store the info dicts for ``compute_reward``.
-    :param knobs: The replay knobs of :class:`ComplementaryReplayBuffer` (``alpha``, ``beta``, ...).
+    :param n_steps: Must be 1: HER replays 1-step transitions, as SB3's.
+    :param alpha: Priority exponent, >= 0 (0 = uniform).
+    :param beta: IS exponent in [0, 1]; the algorithm sets ``self.beta`` at every ``train()`` call.
+    :param epsilon: Added to scores so no valid transition has zero probability, >= 0.
+    :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1].
+    :param score_floor: Scores are clipped from below to this value, >= 0.
+    :param initial_score: Score of a new transition: ``"max"`` or ``"neutral"``
+        (:class:`~sb3_complementary.common.buffers.ComplementaryReplayBuffer`).
     """
 
     def __init__(
@@ -80,21 +70,19 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
         n_sampled_goal: int = 4,
         goal_selection_strategy: GoalSelectionStrategy | str = "future",
         copy_info_dict: bool = False,
-        **knobs: Any,
+        n_steps: int = 1,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        epsilon: float = 1e-6,
+        uniform_fraction: float = 0.0,
+        score_floor: float = 0.0,
+        initial_score: str = "max",
     ) -> None:
-        if knobs.get("n_steps", 1) > 1:
-            raise ValueError(
-                f"{type(self).__name__} replays 1-step transitions (as SB3's HER): got n_steps={knobs['n_steps']}"
-            )
+        if n_steps > 1:
+            raise ValueError(f"{type(self).__name__} replays 1-step transitions (as SB3's HER): got n_steps={n_steps}")
         if not isinstance(observation_space, spaces.Dict) or optimize_memory_usage:
             # SB3's own error for a non-goal space or a memory-optimised layout.
             DictReplayBuffer(buffer_size, observation_space, action_space, optimize_memory_usage=optimize_memory_usage)
-        self._her_settings = dict(
-            env=env,
-            n_sampled_goal=n_sampled_goal,
-            goal_selection_strategy=goal_selection_strategy,
-            copy_info_dict=copy_info_dict,
-        )
         super().__init__(
             buffer_size,
             observation_space,
@@ -102,13 +90,22 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
             device=device,
             n_envs=n_envs,
             handle_timeout_termination=handle_timeout_termination,
-            **knobs,
+            alpha=alpha,
+            beta=beta,
+            epsilon=epsilon,
+            uniform_fraction=uniform_fraction,
+            score_floor=score_floor,
+            initial_score=initial_score,
+            env=env,
+            n_sampled_goal=n_sampled_goal,
+            goal_selection_strategy=goal_selection_strategy,
+            copy_info_dict=copy_info_dict,
         )
         #: ``(buffer_size * n_envs,)`` SB3's HER rule, kept up to date by ``add``: True where the
         #: transition's episode has ended and has not started being overwritten (``ep_length > 0``).
         self._sampleable = np.zeros(self.buffer_size * self.n_envs, dtype=bool)
         self._n_sampleable = 0
-        #: Flat indices whose drawability changed since the tree last followed (at the next flush).
+        #: Flat indices whose drawability changed since the tree last followed (only while there is a tree).
         self._changed: list[np.ndarray] = []
         self.ratio_excluded_keys = ("desired_goal",)  # relabelling changes it: see the class docstring
 
@@ -142,7 +139,8 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
         changed = indices[self._sampleable[indices] != value]
         self._sampleable[changed] = value
         self._n_sampleable += len(changed) if value else -len(changed)
-        self._changed.append(changed)
+        if self.tree is not None:
+            self._changed.append(changed)
 
     def valid_indices(self) -> np.ndarray:
         return np.flatnonzero(self._sampleable)
@@ -172,14 +170,17 @@ class ComplementaryHerReplayBuffer(ComplementaryDictReplayBuffer, _HerStorage):
 
     def _flush_new(self) -> None:
         """The new rows' initial scores, then the tree follows the episodes that ended or are being overwritten."""
-        if not self._unscored_rows and not self._changed:
+        tree = self.tree
+        if tree is None or (not self._unscored_rows and not self._changed):
             return
         new_rows = self._unscored_rows
         super()._flush_new()  # the new rows' scores
-        self.tree.update(*self._pending_leaves(self.scores, new_rows))
+        tree.update(*self._pending_leaves(self.scores, new_rows))
         self._changed = []
 
     def _leaves(self) -> tuple[np.ndarray, float]:
+        if self.tree is None:
+            return super()._leaves()
         if not self._unscored_rows and not self._changed:
             return self.tree.leaves, self.tree.total
         scores = self.scores.copy()
@@ -254,16 +255,3 @@ class PrioritizedHerReplayBuffer(ComplementaryHerReplayBuffer):
     relabelled transition's ``|TD|`` is written back to the stored transition it was made from.
     """
 
-
-_signature = inspect.signature(ComplementaryHerReplayBuffer.__init__)
-_knobs = [
-    p
-    for name, p in inspect.signature(ComplementaryReplayBuffer).parameters.items()
-    if name not in _signature.parameters and name not in ("n_steps", "gamma")
-]
-# SB3's HER parameters, then the replay knobs, for inspect.signature.
-ComplementaryHerReplayBuffer.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [p for name, p in _signature.parameters.items() if name not in ("self", "knobs")]
-    + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _knobs]
-)
-PrioritizedHerReplayBuffer.__signature__ = ComplementaryHerReplayBuffer.__signature__  # type: ignore[attr-defined]

@@ -4,21 +4,20 @@ import numpy as np
 import torch as th
 from sb3_contrib import CrossQ
 
-from sb3_complementary.common.actor_batch import ActorBatchMixin
-from sb3_complementary.common.buffers import take_rows
-from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
+from sb3_complementary.common.buffers import Samples, take_rows
+from sb3_complementary.common.entropy_coefficient import current_ent_coef, update_ent_coef
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin, side_effect_free
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm, side_effect_free
 
 
-class WeightedCrossQ(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin, CrossQ):
+class WeightedCrossQ(WeightedAlgorithm, CrossQ):
     """
     sb3-contrib CrossQ with a weighted replay: the base of ``ComplementaryCrossQ``.
 
     ``train()`` is sb3-contrib's, with these changes: the batch comes with IS weights; the
     critics' per-sample squared errors are weighted (the delayed actor and entropy-coefficient
     losses are not; with ``actor_batch="uniform"`` they are taken on a uniform batch of their own:
-    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of
+    :meth:`~sb3_complementary.common.weighted_algorithm.WeightedAlgorithm._actor_samples`); and each step's ``|TD|`` of
     the first critic is fed back to the replay. With all weights equal to 1 and the default
     ``actor_batch="shared"`` the update is exactly sb3-contrib's.
 
@@ -29,7 +28,7 @@ class WeightedCrossQ(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMix
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
         """``(B, 1)`` soft TD target from the critic itself, in the modules' current modes (draws next actions)."""
         if ent_coef is None:
-            ent_coef = self._current_ent_coef()
+            ent_coef = current_ent_coef(self)
         discounts = data.discounts if data.discounts is not None else self.gamma
         with th.no_grad():
             next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
@@ -85,7 +84,7 @@ class WeightedCrossQ(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMix
                     next_actions, next_log_prob = self.actor.action_log_prob(chunk.next_observations)
                     all_q_values = self._joint_q_values(chunk, next_actions)
                     current_q_values, next_q_values = th.split(all_q_values, len(chunk.rewards), dim=0)
-                    target = self._soft_target(chunk, next_q_values, next_log_prob, self._current_ent_coef())
+                    target = self._soft_target(chunk, next_q_values, next_log_prob, current_ent_coef(self))
                     td_abs.append((current_q_values[:, :1] - target).abs().cpu().numpy().reshape(-1))
                 return np.concatenate(td_abs)
         finally:
@@ -111,7 +110,7 @@ class WeightedCrossQ(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMix
             if self.use_sde:
                 self.actor.reset_noise()
 
-            ent_coef = self._current_ent_coef()
+            ent_coef = current_ent_coef(self)
             ent_coefs.append(ent_coef.item())
 
             with th.no_grad():
@@ -142,7 +141,7 @@ class WeightedCrossQ(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMix
                 log_prob = log_prob.reshape(-1, 1)
                 self.actor.set_bn_training_mode(False)
 
-                ent_coef_loss = self._update_ent_coef(log_prob)
+                ent_coef_loss = update_ent_coef(self, log_prob)
                 if ent_coef_loss is not None:
                     ent_coef_losses.append(ent_coef_loss)
 

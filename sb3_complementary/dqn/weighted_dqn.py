@@ -5,10 +5,11 @@ import torch as th
 from stable_baselines3 import DQN
 from torch.nn import functional as F
 
-from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
+from sb3_complementary.common.buffers import Samples
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm
 
 
-class WeightedDQN(WeightedReplayMixin, DQN):
+class WeightedDQN(WeightedAlgorithm, DQN):
     """
     SB3 DQN with a weighted replay: the base of ``PrioritizedDQN`` and ``ComplementaryDQN``.
 

@@ -4,11 +4,12 @@ import numpy as np
 import torch as th
 from sb3_contrib import QRDQN
 
+from sb3_complementary.common.buffers import Samples
 from sb3_complementary.common.losses import quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm
 
 
-class WeightedQRDQN(WeightedReplayMixin, QRDQN):
+class WeightedQRDQN(WeightedAlgorithm, QRDQN):
     """
     sb3-contrib QR-DQN with a weighted replay: the base of ``PrioritizedQRDQN`` and ``ComplementaryQRDQN``.
 

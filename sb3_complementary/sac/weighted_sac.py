@@ -5,13 +5,13 @@ import torch as th
 from stable_baselines3 import SAC
 from stable_baselines3.common.utils import polyak_update
 
-from sb3_complementary.common.actor_batch import ActorBatchMixin
-from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
+from sb3_complementary.common.buffers import Samples
+from sb3_complementary.common.entropy_coefficient import current_ent_coef, update_ent_coef
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm
 
 
-class WeightedSAC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin, SAC):
+class WeightedSAC(WeightedAlgorithm, SAC):
     """
     SB3 SAC with a weighted replay: the base of ``PrioritizedSAC`` and ``ComplementarySAC``.
 
@@ -19,7 +19,7 @@ class WeightedSAC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin,
     per-sample squared error is weighted (the actor and entropy-coefficient losses are not: IS
     weights correct the bias of the value *target* distribution, which only the critic regresses;
     with ``actor_batch="uniform"`` they are taken on a uniform batch of their own:
-    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of
+    :meth:`~sb3_complementary.common.weighted_algorithm.WeightedAlgorithm._actor_samples`); and each step's ``|TD|`` of
     the first critic is fed back to the replay. With all weights equal to 1 and the default
     ``actor_batch="shared"`` the update is exactly SB3's.
     """
@@ -27,7 +27,7 @@ class WeightedSAC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin,
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
         """``(B, 1)`` soft TD target: min over the target critics, minus the entropy term (draws next actions)."""
         if ent_coef is None:
-            ent_coef = self._current_ent_coef()
+            ent_coef = current_ent_coef(self)
         discounts = data.discounts if data.discounts is not None else self.gamma
         with th.no_grad():
             next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
@@ -62,9 +62,9 @@ class WeightedSAC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin,
             actions_pi, log_prob = self.actor.action_log_prob(actor_data.observations)
             log_prob = log_prob.reshape(-1, 1)
 
-            ent_coef = self._current_ent_coef()  # read before its update, as SB3 does
+            ent_coef = current_ent_coef(self)  # read before its update, as SB3 does
             ent_coefs.append(ent_coef.item())
-            ent_coef_loss = self._update_ent_coef(log_prob)
+            ent_coef_loss = update_ent_coef(self, log_prob)
             if ent_coef_loss is not None:
                 ent_coef_losses.append(ent_coef_loss)
 

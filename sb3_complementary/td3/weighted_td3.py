@@ -5,21 +5,20 @@ import torch as th
 from stable_baselines3 import TD3
 from stable_baselines3.common.utils import polyak_update
 
-from sb3_complementary.common.actor_batch import ActorBatchMixin
+from sb3_complementary.common.buffers import Samples
 from sb3_complementary.common.losses import weighted_mse
-from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm
 
 
-class WeightedTD3(ActorBatchMixin, WeightedReplayMixin, TD3):
+class WeightedTD3(WeightedAlgorithm, TD3):
     """
     SB3 TD3 with a weighted replay: the base of ``PrioritizedTD3``, ``ComplementaryTD3`` and
     ``ComplementaryDDPG`` (SB3's DDPG is a TD3 with one critic and no delay or target noise).
 
     ``train()`` is SB3's, with these changes: the batch comes with IS weights; the critics'
     per-sample squared errors are weighted (the delayed actor loss is not; with
-    ``actor_batch="uniform"`` it is taken on a uniform batch of its own:
-    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of the
-    first critic is fed back to the replay. With all weights equal to 1 and the default
+    ``actor_batch="uniform"`` it is taken on a uniform batch of its own); and, for PER, each
+    step's ``|TD|`` of the first critic is fed back to the replay. With all weights equal to 1 and the default
     ``actor_batch="shared"`` the update is exactly SB3's.
     """
 

@@ -5,13 +5,13 @@ import torch as th
 from sb3_contrib import TQC
 from stable_baselines3.common.utils import polyak_update
 
-from sb3_complementary.common.actor_batch import ActorBatchMixin
-from sb3_complementary.common.entropy_coefficient import EntropyCoefficientMixin
+from sb3_complementary.common.buffers import Samples
+from sb3_complementary.common.entropy_coefficient import current_ent_coef, update_ent_coef
 from sb3_complementary.common.losses import quantile_td_abs, weighted_quantile_huber_loss
-from sb3_complementary.common.replay_algorithm import Samples, WeightedReplayMixin
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm
 
 
-class WeightedTQC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin, TQC):
+class WeightedTQC(WeightedAlgorithm, TQC):
     """
     sb3-contrib TQC with a weighted replay: the base of ``ComplementaryTQC``.
 
@@ -19,7 +19,7 @@ class WeightedTQC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin,
     sample's quantile Huber critic loss (averaged over critics, quantiles and truncated target
     atoms) is weighted, while the actor and entropy-coefficient losses are not (with
     ``actor_batch="uniform"`` they are taken on a uniform batch of their own:
-    :class:`~sb3_complementary.common.actor_batch.ActorBatchMixin`); and each step's ``|TD|`` of
+    :meth:`~sb3_complementary.common.weighted_algorithm.WeightedAlgorithm._actor_samples`); and each step's ``|TD|`` of
     the first critic's implied Q-value is fed back to the replay. With all weights equal to 1 and
     the default ``actor_batch="shared"`` the update is exactly sb3-contrib's.
     """
@@ -27,7 +27,7 @@ class WeightedTQC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin,
     def _td_target(self, data: Samples, ent_coef: th.Tensor | None = None) -> th.Tensor:
         """``(B, 1, N')`` truncated target quantile mixture minus the entropy term (draws next actions)."""
         if ent_coef is None:
-            ent_coef = self._current_ent_coef()
+            ent_coef = current_ent_coef(self)
         discounts = data.discounts if data.discounts is not None else self.gamma
         batch_size = data.rewards.shape[0]
         with th.no_grad():
@@ -72,9 +72,9 @@ class WeightedTQC(ActorBatchMixin, EntropyCoefficientMixin, WeightedReplayMixin,
             actions_pi, log_prob = self.actor.action_log_prob(actor_data.observations)
             log_prob = log_prob.reshape(-1, 1)
 
-            ent_coef = self._current_ent_coef()  # read before its update, as SB3 does
+            ent_coef = current_ent_coef(self)  # read before its update, as SB3 does
             ent_coefs.append(ent_coef.item())
-            ent_coef_loss = self._update_ent_coef(log_prob)
+            ent_coef_loss = update_ent_coef(self, log_prob)
             if ent_coef_loss is not None:
                 ent_coef_losses.append(ent_coef_loss)
 
