@@ -27,8 +27,7 @@ class Draw(NamedTuple):
 
     batch: WeightedSamples
     candidates: np.ndarray | None = None
-    scores: np.ndarray | None = None
-    rates: np.ndarray | None = None
+    rates: np.ndarray | None = None  # (P,) the pool's replay rates P * q_i, as select_from_candidates returns them
 
 
 @contextmanager
@@ -46,7 +45,7 @@ def recorded_draws(model: Any) -> Iterator[list[Draw]]:
 
     def recording_select(candidates: np.ndarray, samples: Any, scores: np.ndarray, *args: Any, **kwargs: Any) -> Any:
         batch, rates = select(candidates, samples, scores, *args, **kwargs)
-        draws.append(Draw(batch, np.array(candidates), np.array(scores, dtype=np.float64), np.array(rates)))
+        draws.append(Draw(batch, np.array(candidates), np.array(rates)))
         return batch, rates
 
     def recording_sample(*args: Any, **kwargs: Any) -> WeightedSamples:
