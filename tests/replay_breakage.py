@@ -43,3 +43,68 @@ def replay_one_transition(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(ComplementaryReplayBuffer, "select_from_candidates", select)
     return calls
+
+
+def _first_row(batch: WeightedSamples, batch_size: int) -> WeightedSamples:
+    """``batch_size`` copies of a batch's first transition, its weights and control flag included."""
+    rows = np.zeros(batch_size, dtype=np.int64)
+    return batch._replace(
+        samples=take_rows(batch.samples, rows),
+        indices=batch.indices[rows],
+        weights=batch.weights[rows],
+        raw_weights=batch.raw_weights[rows],
+        control=batch.control[rows],
+    )
+
+
+def replay_one_transition_in_every_draw(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """
+    As :func:`replay_one_transition`, for both of the buffer's public draws: a candidate pool's
+    ``select_from_candidates`` and the sum tree's ``sample_weighted``. Every batch is made of the
+    first transition the buffer ever handed out, repeated (with its IS weight).
+
+    :param monkeypatch: Undoes the patch at the end of the test.
+    :return: A one-element list counting the patched draws.
+    """
+    select, sample = ComplementaryReplayBuffer.select_from_candidates, ComplementaryReplayBuffer.sample_weighted
+    frozen: dict[int, WeightedSamples] = {}
+    calls = [0]
+
+    def freeze(buffer: ComplementaryReplayBuffer, batch: WeightedSamples) -> WeightedSamples:
+        calls[0] += 1
+        first = frozen.setdefault(id(buffer), batch)
+        return _first_row(first, len(batch.indices))
+
+    def select_one(
+        self: ComplementaryReplayBuffer, candidates: np.ndarray, samples: object, scores: np.ndarray, *args, **kwargs
+    ) -> tuple[WeightedSamples, np.ndarray]:
+        batch, rates = select(self, candidates, samples, scores, *args, **kwargs)  # type: ignore[arg-type]
+        return freeze(self, batch), rates
+
+    def sample_one(self: ComplementaryReplayBuffer, *args, **kwargs) -> WeightedSamples:
+        return freeze(self, sample(self, *args, **kwargs))
+
+    monkeypatch.setattr(ComplementaryReplayBuffer, "select_from_candidates", select_one)
+    monkeypatch.setattr(ComplementaryReplayBuffer, "sample_weighted", sample_one)
+    return calls
+
+
+def select_regardless_of_scores(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """
+    Break draw-time selection differently: the pool is scored as usual, but the selection is handed
+    equal scores, so it picks uniformly from the pool (with IS weights of 1).
+
+    :param monkeypatch: Undoes the patch at the end of the test.
+    :return: A one-element list counting the patched selections.
+    """
+    original = ComplementaryReplayBuffer.select_from_candidates
+    calls = [0]
+
+    def select(
+        self: ComplementaryReplayBuffer, candidates: np.ndarray, samples: object, scores: np.ndarray, *args, **kwargs
+    ) -> tuple[WeightedSamples, np.ndarray]:
+        calls[0] += 1
+        return original(self, candidates, samples, np.ones_like(scores), *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ComplementaryReplayBuffer, "select_from_candidates", select)
+    return calls

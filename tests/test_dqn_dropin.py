@@ -19,6 +19,15 @@ from sb3_complementary import (
     PrioritizedDQN,
 )
 from tests.conftest import ALGOS, TINY_DQN, TINY_EXTRACTOR, ObsSpaceEnv, make_model
+from tests.replay_breakage import replay_one_transition_in_every_draw, select_regardless_of_scores
+from tests.replay_checks import (
+    check_draws_spread,
+    check_every_update_drew,
+    check_is_weights,
+    check_replay,
+    check_selection_follows_scores,
+    recorded_draws,
+)
 
 STEPS = 400
 
@@ -39,8 +48,20 @@ def env_factory(kind: str):
 DROP_IN = ["complementary-default", "complementary-density", "complementary-tree", "prioritized"]
 
 
-def check_learned(model, steps=STEPS):
-    """It ran, trained, kept a healthy tree, and (for the density ratio) fitted the extractor."""
+def learn(model, steps=STEPS, **kwargs):
+    """``model.learn(steps)``; every batch its train steps drew, recorded (tests/replay_checks.py)."""
+    with recorded_draws(model) as draws:
+        model.learn(steps, **kwargs)
+    return draws
+
+
+def check_learned(model, draws, steps=STEPS):
+    """
+    It ran, trained, kept a healthy tree, and (for the density ratio) fitted the extractor; and what a
+    broken replay would fail (:func:`~tests.replay_checks.check_replay`): as many gradient steps as the
+    configuration asks for, each on a drawn batch, the draws spread over the buffer, IS weights and
+    picks as the selection implies.
+    """
     assert model.num_timesteps >= steps
     assert model._n_updates > 0
     buffer = model.replay_buffer
@@ -59,27 +80,28 @@ def check_learned(model, steps=STEPS):
         else:  # the |TD| kinds fit nothing
             assert np.isnan(model.extractor_auc)
         if model.candidate_pool:
-            assert model._selection_rates, "no batch was selected from a pool"
+            assert any(draw.candidates is not None for draw in draws), "no batch was selected from a pool"
     env = model.get_env()
     obs = env.reset()
     actions, _ = model.predict(obs, deterministic=True)
     assert actions.shape == (env.num_envs,)
     assert all(env.action_space.contains(int(a)) for a in actions)
+    check_replay(model, draws)
 
 
 @pytest.mark.parametrize("algo", list(ALGOS))
 def test_box_observations(algo):
     model = make_model(algo, "CartPole-v1", seed=0)
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
 
 
 @pytest.mark.parametrize("kind", ["discrete", "multibinary", "multidiscrete"])
 @pytest.mark.parametrize("algo", DROP_IN)
 def test_other_observation_spaces(algo, kind):
     model = make_model(algo, env_factory(kind), seed=0)
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
 
 
 @pytest.mark.parametrize("algo", DROP_IN)
@@ -87,8 +109,8 @@ def test_several_envs_dummy_vec_env(algo):
     env = make_vec_env("CartPole-v1", n_envs=3, seed=0, vec_env_cls=DummyVecEnv)
     model = make_model(algo, env, seed=0)
     assert model.replay_buffer.n_envs == 3
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
     # Transitions of every env are stored and sampled.
     envs = np.concatenate([model.replay_buffer.sample_weighted(64).indices % 3 for _ in range(5)])
     assert set(envs.tolist()) == {0, 1, 2}
@@ -98,16 +120,16 @@ def test_several_discrete_obs_envs():
     """SB3 reshapes Discrete observations of several envs: the extractor's inputs must follow."""
     env = make_vec_env(lambda: IdentityEnv(dim=3, ep_length=10), n_envs=2, seed=0)
     model = make_model("complementary-density", env, seed=0)
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
 
 
 def test_subproc_vec_env():
     env = make_vec_env("CartPole-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
     try:
         model = make_model("complementary-default", env, seed=0)
-        model.learn(STEPS)
-        check_learned(model)
+        draws = learn(model)
+        check_learned(model, draws)
     finally:
         env.close()
 
@@ -115,8 +137,8 @@ def test_subproc_vec_env():
 def test_vec_normalize():
     env = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0), gamma=0.99)
     model = make_model("complementary-default", env, seed=0)
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
     assert model._vec_normalize_env is env
     # Samples come back normalised: the stored raw observations are not what the batch holds.
     buffer = model.replay_buffer
@@ -132,8 +154,8 @@ def test_cnn_policy_on_small_images(algo):
     env = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1, discrete=True)
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"features_dim": 16}}
     model = make_model(algo, env, policy="CnnPolicy", buffer_size=200, policy_kwargs=policy_kwargs, seed=0)
-    model.learn(200)
-    check_learned(model, 200)
+    draws = learn(model, 200)
+    check_learned(model, draws, 200)
 
 
 @pytest.mark.parametrize("algo", DROP_IN)
@@ -142,8 +164,8 @@ def test_multi_input_policy_on_dict_env(algo):
     policy_kwargs = {"net_arch": [16], "features_extractor_kwargs": {"cnn_output_dim": 16}}
     model = make_model(algo, env, policy="MultiInputPolicy", buffer_size=200, policy_kwargs=policy_kwargs, seed=0)
     assert isinstance(model.replay_buffer, ComplementaryDictReplayBuffer)
-    model.learn(200)
-    check_learned(model, 200)
+    draws = learn(model, 200)
+    check_learned(model, draws, 200)
 
 
 @pytest.mark.parametrize("algo", DROP_IN)
@@ -157,8 +179,8 @@ def test_optimize_memory_usage(algo):
         seed=0,
     )
     assert model.replay_buffer.optimize_memory_usage
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
     buffer = model.replay_buffer
     assert buffer.full
     buffer.sample_weighted(1)  # scores may be assigned lazily: read once
@@ -170,9 +192,60 @@ def test_n_step_returns(algo):
     model = make_model(algo, "CartPole-v1", n_steps=3, seed=0)
     assert model.replay_buffer.n_steps == 3
     assert model.replay_buffer.gamma == model.gamma
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
     assert model.replay_buffer.sample_weighted(8).samples.discounts is not None
+
+
+def skip_every_other_train(model):
+    """A train loop that silently runs only every other ``train()`` call (the updates it should have done, lost)."""
+    train, calls = model.train, [0]
+
+    def every_other(gradient_steps, batch_size=100):
+        calls[0] += 1
+        if calls[0] % 2:
+            train(gradient_steps, batch_size)
+
+    model.train = every_other
+    return calls
+
+
+#: A deliberately broken replay, and the checks of check_learned it must fail. ``select_regardless_of_scores``
+#: leaves fresh |TD| (IS exponent 0) with IS weights of 1 either way: only the selection's rates show it.
+BROKEN_CASES = [
+    ("complementary-default", "one-transition", ["spread", "is_weights", "selection"]),
+    ("complementary-density", "one-transition", ["spread", "selection"]),
+    ("complementary-tree", "one-transition", ["spread"]),
+    ("prioritized", "one-transition", ["spread", "is_weights"]),
+    ("complementary-default", "uniform-selection", ["is_weights", "selection"]),
+    ("complementary-fresh-td", "uniform-selection", ["selection"]),
+    ("complementary-default", "skipped-updates", ["updates"]),
+    ("prioritized", "skipped-updates", ["updates"]),
+]
+CHECKS = {
+    "updates": check_every_update_drew,
+    "spread": check_draws_spread,
+    "is_weights": check_is_weights,
+    "selection": check_selection_follows_scores,
+}
+
+
+@pytest.mark.parametrize("algo, breakage, failing", BROKEN_CASES, ids=[f"{a}-{b}" for a, b, _ in BROKEN_CASES])
+def test_check_learned_fails_for_a_broken_replay(algo, breakage, failing, monkeypatch):
+    """Each replay check of :func:`check_learned` can fail: a broken replay fails the ones listed, on CartPole."""
+    model = make_model(algo, "CartPole-v1", seed=0)
+    calls = {
+        "one-transition": lambda: replay_one_transition_in_every_draw(monkeypatch),
+        "uniform-selection": lambda: select_regardless_of_scores(monkeypatch),
+        "skipped-updates": lambda: skip_every_other_train(model),
+    }[breakage]()
+    draws = learn(model)
+    assert calls[0] > 0, "the breakage was never used: patch the draw this configuration takes instead"
+    for name in failing:
+        with pytest.raises(AssertionError):
+            CHECKS[name](model, draws)
+    with pytest.raises(AssertionError):
+        check_learned(model, draws)
 
 
 def test_positional_arguments_like_dqn():
@@ -204,8 +277,8 @@ def test_eval_and_checkpoint_callbacks(tmp_path):
     checkpoints = tmp_path / "checkpoints"
     checkpoint = CheckpointCallback(save_freq=150, save_path=str(checkpoints), name_prefix="ckpt")
     model = make_model("complementary-density", "CartPole-v1", seed=0)
-    model.learn(STEPS, callback=[eval_callback, checkpoint])
-    check_learned(model)
+    draws = learn(model, callback=[eval_callback, checkpoint])
+    check_learned(model, draws)
     assert len(eval_callback.evaluations_results) == STEPS // 100
     assert sorted(p.name for p in checkpoints.iterdir()) == ["ckpt_150_steps.zip", "ckpt_300_steps.zip"]
     loaded = ComplementaryDQN.load(checkpoints / "ckpt_300_steps.zip", device="cpu")

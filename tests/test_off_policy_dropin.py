@@ -16,12 +16,26 @@ import sb3_complementary
 from sb3_complementary import ComplementaryReplayBuffer
 from sb3_complementary.crossq.policies import MultiInputPolicy as CrossQMultiInputPolicy
 from tests.algorithms import ACTOR_CRITIC, SPECS, STEPS, build, build_parent
+from tests.replay_breakage import replay_one_transition_in_every_draw
+from tests.replay_checks import check_draws_spread, check_is_weights, check_replay, recorded_draws
 
 ALGOS = list(SPECS)
 
 
-def check_learned(model, steps=STEPS):
-    """It ran, trained, kept a healthy tree, (the density ratio) fitted the extractor, and predicts valid actions."""
+def learn(model, steps=STEPS):
+    """``model.learn(steps)``; every batch its train steps drew, recorded (tests/replay_checks.py)."""
+    with recorded_draws(model) as draws:
+        model.learn(steps)
+    return draws
+
+
+def check_learned(model, draws, steps=STEPS):
+    """
+    It ran, trained, kept a healthy tree, (the density ratio) fitted the extractor, and predicts valid
+    actions; and what a broken replay would fail (:func:`~tests.replay_checks.check_replay`): the
+    gradient steps the configuration asks for, each on a drawn batch, spread over the buffer, with IS
+    weights as the selection implies.
+    """
     assert model.num_timesteps >= steps
     assert model._n_updates > 0
     buffer = model.replay_buffer
@@ -38,13 +52,18 @@ def check_learned(model, steps=STEPS):
     actions, _ = model.predict(env.reset(), deterministic=True)
     assert len(actions) == env.num_envs
     assert all(env.action_space.contains(np.asarray(a, dtype=env.action_space.dtype)) for a in actions)
+    check_replay(model, draws)
+
+
+#: The batches each ``saved`` model's learn drew, by algorithm (for test_short_learn).
+SAVED_DRAWS = {}
 
 
 @pytest.fixture(scope="module", params=ALGOS)
 def saved(request, tmp_path_factory):
     """One learned model per algorithm, saved with its replay buffer."""
     model = build(request.param, seed=0)
-    model.learn(STEPS)
+    SAVED_DRAWS[request.param] = learn(model)
     folder = tmp_path_factory.mktemp(request.param)
     model.save(folder / "model")
     model.save_replay_buffer(folder / "buffer")
@@ -52,8 +71,31 @@ def saved(request, tmp_path_factory):
 
 
 def test_short_learn(saved):
-    _, model, _ = saved
-    check_learned(model)
+    name, model, _ = saved
+    check_learned(model, SAVED_DRAWS[name])
+
+
+#: A replay that repeats one transition (both public draws broken) fails check_learned's draw checks:
+#: for the actor-critic default (uniform draws from the tree), PER, and a candidate pool (QR-DQN's default).
+BROKEN_CASES = [
+    ("ComplementarySAC", ["spread"]),
+    ("PrioritizedSAC", ["spread", "is_weights"]),
+    ("ComplementaryQRDQN", ["spread", "is_weights"]),
+]
+
+
+@pytest.mark.parametrize("name, failing", BROKEN_CASES, ids=[name for name, _ in BROKEN_CASES])
+def test_check_learned_fails_for_a_broken_replay(name, failing, monkeypatch):
+    calls = replay_one_transition_in_every_draw(monkeypatch)
+    model = build(name, seed=0)
+    draws = learn(model)
+    assert calls[0] > 0
+    checks = {"spread": check_draws_spread, "is_weights": check_is_weights}
+    for check in failing:
+        with pytest.raises(AssertionError):
+            checks[check](model, draws)
+    with pytest.raises(AssertionError):
+        check_learned(model, draws)
 
 
 def test_save_load_same_predictions_and_scores(saved):
@@ -146,8 +188,8 @@ def test_two_envs(name):
     env = make_vec_env(SPECS[name].env_id, n_envs=2, seed=0)
     model = build(name, env=env, seed=0)
     assert model.replay_buffer.n_envs == 2
-    model.learn(STEPS)
-    check_learned(model)
+    draws = learn(model)
+    check_learned(model, draws)
     envs = np.concatenate([model.replay_buffer.sample_weighted(32).indices % 2 for _ in range(4)])
     assert set(envs.tolist()) == {0, 1}
 
