@@ -1,7 +1,12 @@
-"""The package's shape (docs/design.md, "Shape"): few knobs, no import cycles, small files."""
+"""
+The package's shape (docs/design.md, "Shape"): few knobs, constructors that show their parent's
+parameters, at most 3 of the package's classes in any public class's MRO, no import cycles, and no
+history (commit hashes) in the code.
+"""
 
 import ast
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +32,8 @@ CLASSES = {
     "PrioritizedTD3": TD3,
 }
 MAX_KNOBS = 10
-MAX_LINES = 400
+#: The most classes of this package in the MRO of a public class (SB3's shape: one base per role).
+MAX_OWN_CLASSES = 3
 
 
 def extra_knobs(name: str) -> list[str]:
@@ -118,61 +124,50 @@ def test_the_cycle_check_can_fail() -> None:
     assert find_cycle(graph) is not None
 
 
+def own_classes(cls: type) -> list[str]:
+    """The classes of this package in ``cls``'s MRO, ``cls`` included."""
+    return [klass.__name__ for klass in cls.__mro__ if klass.__module__.startswith("sb3_complementary")]
+
+
+@pytest.mark.parametrize("name", [n for n in sb3c.__all__ if isinstance(getattr(sb3c, n), type)])
+def test_at_most_three_of_the_packages_classes_in_a_public_mro(name: str) -> None:
+    assert len(own_classes(getattr(sb3c, name))) <= MAX_OWN_CLASSES, own_classes(getattr(sb3c, name))
+
+
+def test_the_mro_count_can_fail() -> None:
+    """A mixin stacked on the default class would be counted (the count is not vacuous)."""
+
+    class ExtraMixin:
+        pass
+
+    ExtraMixin.__module__ = "sb3_complementary.common.extra"
+    stacked = type("Stacked", (ExtraMixin, sb3c.ComplementaryDQN), {"__module__": "sb3_complementary.dqn.stacked"})
+    assert own_classes(stacked) == ["Stacked", "ExtraMixin", "ComplementaryDQN", "WeightedDQN", "WeightedAlgorithm"]
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_the_constructor_is_written_out(name: str) -> None:
+    """``inspect.signature`` shows the parent's parameters because the constructor lists them, not a synthesised ``__signature__``."""
+    cls = getattr(sb3c, name)
+    assert "__signature__" not in vars(cls)
+    written = list(inspect.signature(cls.__init__).parameters)[1:]
+    assert written[: len(inspect.signature(CLASSES[name]).parameters)] == list(inspect.signature(CLASSES[name]).parameters)
+
+
+#: A hexadecimal word of 7 to 40 characters with a digit and a letter: a commit hash.
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+
+
+def commit_hashes(text: str) -> list[str]:
+    return COMMIT_HASH.findall(text)
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_files_are_at_most_400_lines(path: Path) -> None:
-    assert len(path.read_text().splitlines()) <= MAX_LINES
+def test_no_line_of_the_package_names_a_commit(path: Path) -> None:
+    """History belongs in the changelog and the results pages, not in the code."""
+    assert commit_hashes(path.read_text()) == []
 
 
-#: The most package files the default path may execute (docs/design.md, "Shape").
-MAX_PATH_FILES = 5
-
-
-def default_path_files(**replay: Any) -> set[str]:
-    """
-    The package files that run during the default path: ComplementaryDQN at its defaults (or with
-    ``replay``), one ``replay_buffer.add()``, one ``train()`` step, one ``fit_extractor()`` and one
-    ``refresh_scores()``, traced with ``sys.setprofile`` (construction and a short ``learn`` that
-    fills the buffer run before the trace). LaBER, the default, fits nothing in the last two.
-    """
-    import sys
-
-    import gymnasium as gym
-    import numpy as np
-
-    model = sb3c.ComplementaryDQN(
-        "MlpPolicy",
-        gym.make("CartPole-v1"),
-        buffer_size=2000,
-        learning_starts=0,
-        batch_size=32,
-        seed=0,
-        device="cpu",
-        **replay,
-    )
-    model.learn(900)  # enough to fit the density ratio's extractor (twice its fast memory of 400)
-    obs = model.env.reset()
-    files: set[str] = set()
-    root = str(PACKAGE) + "/"
-
-    def profile(frame, event, arg):
-        if frame.f_code.co_filename.startswith(root):
-            files.add(frame.f_code.co_filename[len(root) :])
-
-    sys.setprofile(profile)
-    try:
-        model.replay_buffer.add(obs, obs, np.array([[0]]), np.array([1.0]), np.array([False]), [{}])
-        model.train(gradient_steps=1, batch_size=32)
-        model.fit_extractor()
-        model.refresh_scores()
-    finally:
-        sys.setprofile(None)
-    fitted = not np.isnan(model.extractor_auc)
-    assert fitted == (model.contribution == "density_ratio"), "the trace missed the fit, or LaBER fitted"
-    return files
-
-
-@pytest.mark.parametrize("replay", [{}, {"contribution": "density_ratio"}], ids=["default", "density-ratio"])
-def test_the_default_path_reads_in_at_most_five_files(replay: dict[str, Any]) -> None:
-    files = default_path_files(**replay)
-    assert len(files) <= MAX_PATH_FILES, sorted(files)
-    assert "common/replay_buffer.py" in files and "dqn/weighted_dqn.py" in files, sorted(files)  # the trace sees them
+def test_the_commit_check_can_fail() -> None:
+    assert commit_hashes("removed after commit 8cac570 (see a07913f)") == ["8cac570", "a07913f"]
+    assert commit_hashes("1e-6, 0x10, 1000000, deadbeef, float64") == []

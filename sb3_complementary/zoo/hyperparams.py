@@ -22,8 +22,6 @@ from typing import Any
 
 import yaml
 
-from sb3_complementary.common.migration import LAST_COMMIT, MOVED_TO_EXTRACTOR_KWARGS, REMOVED
-
 #: Entry used for every Atari env without its own entry.
 ATARI_KEY = "atari"
 #: Entry used for every other env without its own entry.
@@ -186,12 +184,6 @@ def check_keys(algorithm: type, entry: Mapping[str, Any], where: str) -> None:
         return
     hints = []
     for key in unknown:
-        if key in MOVED_TO_EXTRACTOR_KWARGS:  # a knob of 8cac570: say where it went
-            hints.append(f"{key!r} (moved into extractor_kwargs as {MOVED_TO_EXTRACTOR_KWARGS[key]!r})")
-            continue
-        if key in REMOVED:
-            hints.append(f"{key!r} (removed after commit {LAST_COMMIT})")
-            continue
         close = difflib.get_close_matches(key, sorted(valid), n=2, cutoff=0.8)
         hints.append(f"{key!r}" + (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""))
     raise HyperparamsError(
