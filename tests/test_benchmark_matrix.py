@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 import yaml
 
-from sb3_complementary.benchmark.envs import make_env
-from sb3_complementary.benchmark.hyperparams import (
+from benchmarks.harness.envs import make_env
+from benchmarks.harness.hyperparams import (
     build_hyperparams,
     constructor_kwargs,
     parse_kwargs_string,
     zoo_hyperparams,
 )
-from sb3_complementary.benchmark.matrix_yaml import default_matrix_path, load_matrix, parse_matrix
-from sb3_complementary.benchmark.normalize import bit_flipping_optimal_return
-from sb3_complementary.benchmark.seeds import parse_seeds
+from benchmarks.harness.matrix_yaml import default_matrix_path, load_matrix, parse_matrix
+from benchmarks.harness.normalize import bit_flipping_optimal_return
+from benchmarks.harness.seeds import parse_seeds
 
 
 def minimal(**overrides: Any) -> dict[str, Any]:

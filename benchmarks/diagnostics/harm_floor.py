@@ -13,7 +13,7 @@ replay no different from uniform fails an entry at most 5% of the time. The floo
 Beside the gate it prints P(contender > DQN) per entry (the share of seed pairs it wins), a
 reading that one outlying seed cannot move much. Usage::
 
-    python docs/benchmarks/diagnostics/harm_floor.py docs/benchmarks/study-laber/runs laber \\
+    python -m benchmarks.diagnostics.harm_floor docs/benchmarks/study-laber/runs laber \\
         --out docs/benchmarks/study-laber/gates.md
 """
 
@@ -23,11 +23,11 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from harm_noise import HARM_GATE  # the gate as the protocol writes it (this folder, run as scripts)
 
-from sb3_complementary.benchmark.metrics import auc
-from sb3_complementary.benchmark.report import ReportData, collect
-from sb3_complementary.benchmark.seeds import parse_seeds
+from benchmarks.diagnostics.harm_noise import HARM_GATE  # the gate as the protocol writes it
+from benchmarks.harness.metrics import auc
+from benchmarks.harness.report import ReportData, collect
+from benchmarks.harness.seeds import parse_seeds
 
 FLOOR_PERCENTILE = 5.0
 PERMUTATIONS = 10_000
@@ -56,7 +56,7 @@ def permutation_floor(control: np.ndarray, reference: np.ndarray, n_candidate: i
     return float(np.percentile(ratios, FLOOR_PERCENTILE))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path)
     parser.add_argument("contenders", nargs="+", help="contenders to gate")
@@ -71,7 +71,7 @@ def main() -> None:
     )
     parser.add_argument("--seeds", default=None, help="read only these seeds, e.g. '5-9' or '0,3,5-7'")
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     data = collect(args.runs)
     control_data = [collect(folder) for folder in args.control_runs] if args.control_runs else [data]
     wanted = set(parse_seeds(args.seeds)) if args.seeds else None

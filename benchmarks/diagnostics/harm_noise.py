@@ -9,7 +9,7 @@ prints, per entry, the control's ratio to DQN over all common seeds, and over ev
 percentile of the ratio; then the share of subsets in which the control fails the gate on at
 least one entry. Usage::
 
-    python docs/benchmarks/diagnostics/harm_noise.py docs/benchmarks/study/runs \\
+    python -m benchmarks.diagnostics.harm_noise docs/benchmarks/study/runs \\
         --contender density-control --reference dqn --out docs/benchmarks/study/harm-noise.md
 """
 
@@ -21,20 +21,20 @@ from pathlib import Path
 
 import numpy as np
 
-from sb3_complementary.benchmark.metrics import auc
-from sb3_complementary.benchmark.report import collect
+from benchmarks.harness.metrics import auc
+from benchmarks.harness.report import collect
 
 HARM_GATE = 0.95
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path)
     parser.add_argument("--contender", default="density-control")
     parser.add_argument("--reference", default="dqn")
     parser.add_argument("--subset", type=int, default=5, help="seeds per subset (a screen's count)")
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     data = collect(args.runs)
     seeds = sorted(set(data.complete_seeds[args.contender]) & set(data.complete_seeds[args.reference]))
     if len(seeds) <= args.subset:

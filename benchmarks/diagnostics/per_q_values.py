@@ -1,14 +1,14 @@
 """PrioritizedDQN on LunarLander-v3 (seed 0, zoo hyperparameters): Q-values of ~2k stored transitions every 2.5k steps.
 
-python docs/benchmarks/diagnostics/per_q_values.py
+python -m benchmarks.diagnostics.per_q_values
 """
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
+from benchmarks.harness.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary import PrioritizedDQN
-from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 
 
 class QValueProbe(BaseCallback):

@@ -7,8 +7,8 @@ with rl-zoo3's DQN hyperparameters, seed 0, and every 2,500 steps prints the cla
 ROC AUC and, from the same logits, the ESS fraction of the replay distribution (25% uniform share,
 cap 10) that each temperature would give::
 
-    python docs/benchmarks/diagnostics/ratio_temperature.py --gradient-steps 16 --steps 25000
-    python docs/benchmarks/diagnostics/ratio_temperature.py --gradient-steps 64 --steps 25000
+    python -m benchmarks.diagnostics.ratio_temperature --gradient-steps 16 --steps 25000
+    python -m benchmarks.diagnostics.ratio_temperature --gradient-steps 64 --steps 25000
 
 Output: one JSON line per checkpoint (also written to ``--out``).
 """
@@ -24,8 +24,8 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
+from benchmarks.harness.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary import ComplementaryDQN
-from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary.common import density_ratio
 
 TEMPERATURES = (1.0, 1.5, 2.0, 3.0, 5.0)

@@ -6,7 +6,7 @@ default's runs should reproduce the old contender's eval point for eval point: t
 deterministic on the study's CPU setup. This prints, per (environment, seed) present in both sets,
 whether every eval return matches exactly, and the ratio of their training CPU times::
 
-    python docs/benchmarks/diagnostics/same_curves.py \\
+    python -m benchmarks.diagnostics.same_curves \\
         docs/benchmarks/runs complementary \\
         docs/benchmarks/runs-archive/attempt-2 complementary-td
 
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sb3_complementary.benchmark.store import scan_runs
+from benchmarks.harness.store import scan_runs
 
 
 def load_runs(folder: Path, contender: str) -> dict[str, dict[str, Any]]:

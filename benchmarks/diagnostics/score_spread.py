@@ -6,9 +6,9 @@ Is the learned replay distribution informative? Train one seed with the study's 
 and print, at five points, how far the sampling distribution is from uniform and how well the
 experience extractor predicts the labels it is fitted on.
 
-    python docs/benchmarks/diagnostics/score_spread.py CartPole-v1 25000
-    python docs/benchmarks/diagnostics/score_spread.py CartPole-v1 25000 --kwargs "{'contribution': 'td'}"
-    python docs/benchmarks/diagnostics/score_spread.py CartPole-v1 25000 --algo per
+    python -m benchmarks.diagnostics.score_spread CartPole-v1 25000
+    python -m benchmarks.diagnostics.score_spread CartPole-v1 25000 --kwargs "{'contribution': 'td'}"
+    python -m benchmarks.diagnostics.score_spread CartPole-v1 25000 --algo per
 
 Columns: ``ess`` is the ESS fraction of the sampling distribution (1 = uniform replay); the score
 percentiles are over the stored transitions; ``label_auc`` is the extractor's ROC AUC on its own
@@ -29,8 +29,8 @@ from sb3_complementary.common.features import SCALAR_FEATURES
 from scipy.stats import mannwhitneyu, spearmanr
 from stable_baselines3.common.callbacks import BaseCallback
 
+from benchmarks.harness.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary import ComplementaryDQN, PrioritizedDQN
-from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 
 TD_FEATURE = SCALAR_FEATURES.index("td_abs")  # column of the stored |TD| in the feature matrix
 

@@ -22,7 +22,7 @@ complete entries and per suite (classic, non-stationary).
 A learned selection strength (``alpha="auto"``) also shows the strength it used after warm-up
 (``strength``), per entry. Usage::
 
-    python docs/benchmarks/diagnostics/screen_gates.py docs/benchmarks/screen/runs \\
+    python -m benchmarks.diagnostics.screen_gates docs/benchmarks/screen/runs \\
         --candidates density-sampling,density-loss --control density-control --out docs/benchmarks/screen/gates.md
 """
 
@@ -35,15 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from sb3_complementary.benchmark.metrics import auc, mean_pm_std
-from sb3_complementary.benchmark.report import (
+from benchmarks.harness.metrics import auc, mean_pm_std
+from benchmarks.harness.report import (
     Interval,
     ReportData,
     collect,
     iqm_ratios,
     parse_suites,
 )
-from sb3_complementary.benchmark.report.goals import probability_of_improvement
+from benchmarks.harness.report.goals import probability_of_improvement
 
 AUC_GATE, ESS_GATE, HARM_GATE = 0.65, 0.9, 0.95
 #: The protocol's two suites, as the screen's entries are named.
@@ -112,7 +112,7 @@ def emit(lines: list[str], out: Path | None) -> None:
         out.write_text(text)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path)
     parser.add_argument("--candidates", required=True)
@@ -127,7 +127,7 @@ def main() -> None:
         default=SUITES,
         help="per-suite comparisons: 'name=entry,entry;name=entry' (the protocol's two suites by default)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     candidates = args.candidates.split(",")
     baselines = [b for b in args.baselines.split(",") if b]
     seeds = [int(s) for s in args.seeds.split(",")]

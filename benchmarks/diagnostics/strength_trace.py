@@ -6,7 +6,7 @@ contender's mean normalised return on the same grid. It shows whether the choice
 improves or as the task changes (the drift entries change task at half the budget), and prints the
 same numbers as a table::
 
-    python docs/benchmarks/diagnostics/strength_trace.py docs/benchmarks/screen-progress/runs \\
+    python -m benchmarks.diagnostics.strength_trace docs/benchmarks/screen-progress/runs \\
         --contender density-fresh-td-auto --out docs/benchmarks/screen-progress/strength_trace.png
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sb3_complementary.benchmark.report import collect
+from benchmarks.harness.report import collect
 
 PREFIX = "p_strength_"
 
@@ -41,12 +41,12 @@ def traces(runs: Path, contender: str) -> dict[str, tuple[np.ndarray, dict[str, 
     return found
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path)
     parser.add_argument("--contender", default="density-fresh-td-auto")
     parser.add_argument("--out", type=Path, default=None, help="PNG of the panels")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     found = traces(args.runs, args.contender)
     if not found:
         raise SystemExit(f"no run of {args.contender!r} in {args.runs} records p_strength_<s>")

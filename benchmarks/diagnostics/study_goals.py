@@ -1,10 +1,10 @@
 """The study's goals (docs/benchmarks/protocol.md, "Goals"), per suite, from its run files.
 
-The same tables as the report's "Goals per suite" section (``python -m sb3_complementary.benchmark.report
+The same tables as the report's "Goals per suite" section (``python -m benchmarks.report
 --suites protocol``), on a chosen set of seeds: a held-out replication is the table on seeds the
 screen did not see (``--seeds 5-9``). Usage::
 
-    python docs/benchmarks/diagnostics/study_goals.py docs/benchmarks/study/runs \\
+    python -m benchmarks.diagnostics.study_goals docs/benchmarks/study/runs \\
         --target density-fresh-td --control density-control --seeds 0-9 --out docs/benchmarks/study/goals.md
 """
 
@@ -13,16 +13,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from screen_gates import emit
-
-from sb3_complementary.benchmark.report import (
+from benchmarks.diagnostics.screen_gates import emit
+from benchmarks.harness.report import (
     PROTOCOL_SUITES,
     collect,
     parse_suites,
     suite_comparisons,
     suite_goal_tables,
 )
-from sb3_complementary.benchmark.seeds import parse_seeds
+from benchmarks.harness.seeds import parse_seeds
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ contender has finished:
 
 Usage::
 
-    python docs/benchmarks/diagnostics/success_rates.py docs/benchmarks/her/runs --baseline her \\
+    python -m benchmarks.diagnostics.success_rates docs/benchmarks/her/runs --baseline her \\
         --out docs/benchmarks/her/README.md
 """
 
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from rliable import metrics as rly_metrics
 
-from sb3_complementary.benchmark.metrics import mean_pm_std
-from sb3_complementary.benchmark.report import interval_estimates, iqm_ratios, summarize_ratios, to_interval
+from benchmarks.harness.metrics import mean_pm_std
+from benchmarks.harness.report import interval_estimates, iqm_ratios, summarize_ratios, to_interval
 
 
 def load(runs: Path) -> dict[str, dict[str, dict[int, dict]]]:

@@ -4,8 +4,8 @@ Where the runs execute: in this process (debugging), in local processes, or as R
 Each run executes in its own process (``--workers N`` local processes, spawn context, one run
 per process), or as a Ray task (``--ray-address``; Ray is the optional ``[distributed]`` extra).
 The worker returns the record and the *driver* writes the run file, so Ray workers need no
-shared filesystem; the package code is shipped to them with the task (``runtime_env``
-``py_modules``), the other dependencies must be installed on the cluster.
+shared filesystem; the library's package and the harness (``benchmarks/``) are shipped to them with
+the task (``runtime_env`` ``py_modules``), the other dependencies must be installed on the cluster.
 
 Every backend reports each run through two callbacks: ``on_record(spec, record)`` when the worker
 returned its record, ``on_lost(spec, reason)`` when it did not (no file is written, so the next
@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from sb3_complementary.benchmark.matrix import RunSpec
-from sb3_complementary.benchmark.provenance import PACKAGE_DIR
+from benchmarks.harness.matrix import RunSpec
+from benchmarks.harness.provenance import HARNESS_DIR, PACKAGE_DIR
 
 #: ``on_record(spec, record)``: a worker returned the record of a run.
 OnRecord = Callable[[RunSpec, dict[str, Any]], None]
@@ -34,7 +34,7 @@ OnLost = Callable[[RunSpec, str], None]
 
 def run_in_process(specs: Sequence[RunSpec], on_record: OnRecord) -> None:
     """Serial, in this process (``--workers 0``): for debugging only, no process isolation."""
-    from sb3_complementary.benchmark.run import execute_run
+    from benchmarks.harness.run import execute_run
 
     for spec in specs:
         on_record(spec, execute_run(spec))
@@ -49,7 +49,7 @@ def run_local(specs: Sequence[RunSpec], workers: int, on_record: OnRecord, on_lo
     runs in flight are reported lost (no file, so the next invocation redoes them) and a new
     pool continues with the runs not yet started.
     """
-    from sb3_complementary.benchmark.run import execute_run
+    from benchmarks.harness.run import execute_run
 
     context = multiprocessing.get_context("spawn")
     extra: dict[str, Any] = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
@@ -109,9 +109,12 @@ def run_ray(specs: Sequence[RunSpec], address: str, workers: int | None, on_reco
     ``workers``, when given, caps the number of runs in flight (submitted in seed-major order).
     """
     ray = import_ray()
-    from sb3_complementary.benchmark.run import execute_run
+    from benchmarks.harness.run import execute_run
 
-    runtime_env = {"py_modules": [str(PACKAGE_DIR)], "env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}
+    runtime_env = {
+        "py_modules": [str(PACKAGE_DIR), str(HARNESS_DIR)],
+        "env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    }
     init_kwargs: dict[str, Any] = {"runtime_env": runtime_env, "log_to_driver": False}
     if address == "local":
         init_kwargs.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)

@@ -13,10 +13,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from sb3_complementary.benchmark.backends import run_in_process, run_local, run_ray
-from sb3_complementary.benchmark.matrix import RunSpec
-from sb3_complementary.benchmark.provenance import code_provenance
-from sb3_complementary.benchmark.store import write_run_file
+from benchmarks.harness.backends import run_in_process, run_local, run_ray
+from benchmarks.harness.matrix import RunSpec
+from benchmarks.harness.provenance import code_provenance
+from benchmarks.harness.store import write_run_file
 
 
 @dataclass

@@ -2,7 +2,7 @@
 The benchmark matrix: contenders x suite entries x seeds, as validated dataclasses, and its expansion
 into runs (:meth:`Matrix.runs`) and restriction (:meth:`Matrix.select`).
 
-A matrix is read from a YAML file by :func:`~sb3_complementary.benchmark.matrix_yaml.load_matrix`,
+A matrix is read from a YAML file by :func:`~benchmarks.harness.matrix_yaml.load_matrix`,
 which checks it before any CPU time is spent.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sb3_complementary.benchmark.hyperparams import Hyperparams
-from sb3_complementary.benchmark.normalize import ReferenceScore
+from benchmarks.harness.hyperparams import Hyperparams
+from benchmarks.harness.normalize import ReferenceScore
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,8 @@ class Matrix:
     :param random_policy: R_random measurement settings.
     :param device: Torch device of every run.
     :param source: Path or name of the YAML it was read from.
+    :param title: What the matrix measures, in a few words: the H1 of its results page
+        (:mod:`benchmarks.harness.report`), so that every page says which screen or study it shows.
     """
 
     contenders: tuple[Contender, ...]
@@ -172,6 +174,7 @@ class Matrix:
     random_policy: RandomPolicySettings = RandomPolicySettings()
     device: str = "cpu"
     source: str = "<memory>"
+    title: str | None = None
 
     def runs(self) -> list[RunSpec]:
         """

@@ -1,5 +1,5 @@
 """
-Reading and validating a benchmark matrix YAML file into a :class:`~sb3_complementary.benchmark.matrix.Matrix`.
+Reading and validating a benchmark matrix YAML file into a :class:`~benchmarks.harness.matrix.Matrix`.
 
 Everything that can be checked before spending CPU time is checked here, with an error that
 names the offending entry: malformed YAML, unknown keys (typos), unknown environment ids,
@@ -16,12 +16,11 @@ A minimal matrix::
       - env: CartPole-v1
         budget: 50000
 
-See ``matrices/default.yml`` for every supported key.
+See ``benchmarks/matrices/default.yml`` for every supported key.
 """
 
 from __future__ import annotations
 
-import importlib.resources
 import importlib.util
 import re
 from collections.abc import Mapping
@@ -30,11 +29,14 @@ from typing import Any
 
 import yaml
 
-from sb3_complementary.benchmark.envs import check_env_id, import_object_path
-from sb3_complementary.benchmark.hyperparams import build_hyperparams, zoo_hyperparams
-from sb3_complementary.benchmark.matrix import Contender, EvalSettings, Matrix, RandomPolicySettings, SuiteEntry
-from sb3_complementary.benchmark.normalize import ReferenceScore, zoo_reference
-from sb3_complementary.benchmark.seeds import parse_seeds
+from benchmarks.harness.envs import check_env_id, import_object_path
+from benchmarks.harness.hyperparams import build_hyperparams, zoo_hyperparams
+from benchmarks.harness.matrix import Contender, EvalSettings, Matrix, RandomPolicySettings, SuiteEntry
+from benchmarks.harness.normalize import ReferenceScore, zoo_reference
+from benchmarks.harness.seeds import parse_seeds
+
+#: The lab's matrices (``benchmarks/matrices/``): the screens and studies whose run files are committed.
+MATRICES_DIR = Path(__file__).resolve().parents[1] / "matrices"
 
 #: Version of the matrix YAML schema understood by this module.
 MATRIX_VERSION = 1
@@ -234,7 +236,7 @@ def parse_matrix(raw: Any, source: str = "<memory>") -> Matrix:
     doc = {str(k): v for k, v in raw.items()}
     _check_keys(
         doc,
-        {"version", "seeds", "zoo_algo", "eval", "random_policy", "device", "contenders", "suite"},
+        {"version", "title", "seeds", "zoo_algo", "eval", "random_policy", "device", "contenders", "suite"},
         f"matrix {source}",
     )
     version = doc.get("version", MATRIX_VERSION)
@@ -291,6 +293,7 @@ def parse_matrix(raw: Any, source: str = "<memory>") -> Matrix:
     device = doc.get("device", "cpu")
     if not isinstance(device, str):
         raise ValueError(f"matrix {source}: device must be a string")
+    title = _title(doc, source)
     return Matrix(
         contenders=contenders,
         suite=suite,
@@ -299,22 +302,50 @@ def parse_matrix(raw: Any, source: str = "<memory>") -> Matrix:
         random_policy=random_policy,
         device=device,
         source=source,
+        title=title,
     )
+
+
+def _title(doc: Mapping[str, Any], source: str) -> str | None:
+    """:return: The matrix's ``title`` (``None`` when it has none)."""
+    title = doc.get("title")
+    if title is not None and (not isinstance(title, str) or not title.strip() or "\n" in title.strip()):
+        raise ValueError(f"matrix {source}: title must be a one-line string")
+    return title.strip() if title is not None else None
+
+
+def read_title(path: str | Path) -> str:
+    """
+    The title of a matrix, read without validating the rest of it: the report needs only the title,
+    and a matrix's entries may need extras (Box2D, MuJoCo) that drawing a page from run files does not.
+
+    :param path: The matrix YAML file.
+    :return: Its ``title``.
+    :raises ValueError: if the file cannot be read or has no title.
+    """
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read matrix {path}: {exc}") from exc
+    title = _title(raw, str(path)) if isinstance(raw, Mapping) else None
+    if title is None:
+        raise ValueError(f"matrix {path} has no 'title' to head its results page")
+    return title
 
 
 def default_matrix_path(name: str = "default.yml") -> Path:
     """
-    :param name: File name inside the packaged ``matrices/`` folder.
-    :return: Path of a matrix shipped with the package.
+    :param name: File name inside the ``benchmarks/matrices/`` folder of the checkout.
+    :return: Path of one of the lab's matrices.
     """
-    return Path(str(importlib.resources.files("sb3_complementary.benchmark") / "matrices" / name))
+    return MATRICES_DIR / name
 
 
 def load_matrix(path: str | Path | None = None) -> Matrix:
     """
     Read and validate a matrix YAML file.
 
-    :param path: The file (``None``: the packaged ``default.yml``).
+    :param path: The file (``None``: ``benchmarks/matrices/default.yml``).
     :return: The validated matrix.
     :raises ValueError: on malformed YAML or an invalid entry, naming the file and the entry.
     """

@@ -3,9 +3,9 @@ Per-task analysis of the multi-task study's run files: per-task learning curves,
 scores, forgetting under a sequential curriculum, and who the replay serves (each task's share of
 replay draws against its share of the stored data, recorded for weighted replays).
 
-    python -m sb3_complementary.multitask.study --runs docs/multitask/runs --out docs/multitask/per_task.md
+    python -m benchmarks.multitask_study --runs docs/multitask/runs --out docs/multitask/per_task.md
 
-The study runs through the benchmark runner (``sb3_complementary/benchmark/matrices/multitask.yml``),
+The study runs through the benchmark runner (``benchmarks/matrices/multitask.yml``),
 whose run files keep every evaluation episode's return, in the order the episodes finished. A
 multi-task entry evaluates on a ``MultiTaskEnv`` with the ``round_robin`` schedule (its
 ``eval_env_kwargs``) and a single env, reseeded before each evaluation: episode ``i`` of an
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from sb3_complementary.benchmark.envs import import_object_path
-from sb3_complementary.benchmark.metrics import mean_pm_std
-from sb3_complementary.benchmark.store import scan_runs
+from benchmarks.harness.envs import import_object_path
+from benchmarks.harness.metrics import mean_pm_std
+from benchmarks.harness.store import scan_runs
 from sb3_complementary.multitask.multitask_env import MultiTaskEnv
 
 
@@ -332,8 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: Arguments after the program name.
     :return: Exit status (1 when the folder holds no finished multi-task run).
     """
-    parser = argparse.ArgumentParser(prog="python -m sb3_complementary.multitask.study", description=__doc__)
-    parser.add_argument("--runs", required=True, help="runs folder written by python -m sb3_complementary.benchmark")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.multitask_study", description=__doc__)
+    parser.add_argument("--runs", required=True, help="runs folder written by python -m benchmarks.run")
     parser.add_argument("--out", default=None, help="write the markdown tables here instead of printing them")
     parser.add_argument("--plots", default=None, help="write per-task curve PNGs into this folder")
     args = parser.parse_args(argv)
@@ -351,7 +351,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in plot_per_task_curves(curves, args.plots):
             print(f"wrote {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -200,7 +200,7 @@ def save_random_scores(runs_dir: str | Path, scores: Mapping[str, RandomScore]) 
     :param runs_dir: The runs folder.
     :param scores: R_random per suite entry name.
     """
-    from sb3_complementary.benchmark.store import atomic_write_json
+    from benchmarks.harness.store import atomic_write_json
 
     payload = {
         "what": "mean return of a uniform-random policy per suite entry (R_random of the normalised score)",
@@ -224,7 +224,7 @@ def ensure_random_scores(
     :param seed: Seed of each measurement.
     :return: R_random per entry name (all cached entries, including ones not asked for).
     """
-    from sb3_complementary.benchmark.envs import random_policy_returns
+    from benchmarks.harness.envs import random_policy_returns
 
     scores = load_random_scores(runs_dir)
     changed = False

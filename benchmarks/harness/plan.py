@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sb3_complementary.benchmark.matrix import Matrix, RunSpec
-from sb3_complementary.benchmark.store import RunState, needs_run, run_state
+from benchmarks.harness.matrix import Matrix, RunSpec
+from benchmarks.harness.store import RunState, needs_run, run_state
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """
-Provenance of the code that runs the benchmark: the package folder, its git commit and dirtiness, and a
-content hash of its ``.py`` files. The driver stores it in every run file (``"code"``).
+Provenance of the code that runs the benchmark: the library's package folder and the lab's
+``benchmarks/`` folder, the git commit and dirtiness of the checkout, and a content hash of each
+folder's ``.py`` files. The driver stores it in every run file (``"code"``).
 """
 
 from __future__ import annotations
@@ -10,29 +11,48 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-#: The ``sb3_complementary`` folder: hashed here, and shipped to Ray workers by :mod:`.backends`.
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
+import sb3_complementary
+
+#: The ``sb3_complementary`` folder (the library the runs measure): hashed here, and shipped to Ray
+#: workers by :mod:`.backends`.
+PACKAGE_DIR = Path(sb3_complementary.__file__).resolve().parent
+
+#: The ``benchmarks`` folder (this harness: how a run is trained, evaluated and recorded): hashed
+#: apart from the library, and shipped to Ray workers with it.
+HARNESS_DIR = Path(__file__).resolve().parents[1]
+
+
+def _content_hash(folder: Path) -> str:
+    """:return: The first 16 hex digits of the SHA-256 of ``folder``'s ``.py`` files, paths included."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.py")):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def code_provenance() -> dict[str, Any]:
     """
-    Which code the driver ran: git commit and dirtiness of the checkout holding the package,
-    and a content hash of the package's ``.py`` files (meaningful even for a dirty checkout).
+    Which code the driver ran: git commit and dirtiness of the checkout holding the harness (the
+    library's folder and the harness's), and content hashes of the library's ``.py`` files
+    (``package_sha256``) and of the harness's (``harness_sha256``), meaningful even for a dirty
+    checkout.
 
     :return: JSON-safe mapping; git fields are ``None`` outside a git checkout.
     """
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
-        digest.update(path.read_bytes())
-    info: dict[str, Any] = {"package_sha256": digest.hexdigest()[:16], "git_commit": None, "git_dirty": None}
+    info: dict[str, Any] = {
+        "package_sha256": _content_hash(PACKAGE_DIR),
+        "harness_sha256": _content_hash(HARNESS_DIR),
+        "git_commit": None,
+        "git_dirty": None,
+    }
     try:
-        root = PACKAGE_DIR.parent
+        root = HARNESS_DIR.parent
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--", str(PACKAGE_DIR)],
+            ["git", "status", "--porcelain", "--", str(PACKAGE_DIR), str(HARNESS_DIR)],
             cwd=root,
             capture_output=True,
             text=True,

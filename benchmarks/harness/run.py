@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from sb3_complementary.benchmark.envs import import_object_path, make_env
-from sb3_complementary.benchmark.hyperparams import constructor_kwargs
-from sb3_complementary.benchmark.matrix import RunSpec
+from benchmarks.harness.envs import import_object_path, make_env
+from benchmarks.harness.hyperparams import constructor_kwargs
+from benchmarks.harness.matrix import RunSpec
 
 _PACKAGES = ("sb3-complementary", "stable_baselines3", "sb3_contrib", "torch", "gymnasium", "numpy", "rl_zoo3")
 

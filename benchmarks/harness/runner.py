@@ -3,7 +3,7 @@ Command line of the benchmark: run the pending runs of a matrix.
 
 ::
 
-    python -m sb3_complementary.benchmark [--matrix PATH] [--out DIR] [--workers N]
+    python -m benchmarks.run [--matrix PATH] [--out DIR] [--workers N]
         [--ray-address auto|ray://HOST:PORT|local] [--only-contenders a,b] [--only-envs x,y]
         [--seeds 0-4] [--retry-failed] [--dry-run]
 
@@ -19,11 +19,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sb3_complementary.benchmark.execute import execute_plan
-from sb3_complementary.benchmark.matrix_yaml import load_matrix
-from sb3_complementary.benchmark.normalize import ensure_random_scores
-from sb3_complementary.benchmark.plan import plan_runs
-from sb3_complementary.benchmark.seeds import parse_seeds
+from benchmarks.harness.execute import execute_plan
+from benchmarks.harness.matrix_yaml import load_matrix
+from benchmarks.harness.normalize import ensure_random_scores
+from benchmarks.harness.plan import plan_runs
+from benchmarks.harness.seeds import parse_seeds
 
 #: Default output folder (relative to the current directory).
 DEFAULT_OUT = Path("docs/benchmarks/runs")
@@ -36,9 +36,9 @@ def _split(value: str | None) -> list[str] | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """:return: The argument parser of ``python -m sb3_complementary.benchmark``."""
+    """:return: The argument parser of ``python -m benchmarks.run``."""
     parser = argparse.ArgumentParser(
-        prog="python -m sb3_complementary.benchmark",
+        prog="python -m benchmarks.run",
         description="Run the pending runs of a benchmark matrix (resumable; finished runs are skipped).",
     )
     parser.add_argument("--matrix", type=Path, default=None, help="matrix YAML (default: the packaged default.yml)")
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """
-    Entry point of ``python -m sb3_complementary.benchmark``.
+    Entry point of ``python -m benchmarks.run``.
 
     :param argv: Arguments (default ``sys.argv[1:]``).
     :return: Exit status: 0 if nothing failed, 1 if some run failed or was lost, 2 on bad input.

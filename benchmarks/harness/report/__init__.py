@@ -3,11 +3,11 @@ The benchmark report: statistics over the run files, written as ``README.md`` + 
 
 ::
 
-    python -m sb3_complementary.benchmark.report --runs docs/benchmarks/runs --out docs/benchmarks
+    python -m benchmarks.report --runs docs/benchmarks/runs --out docs/benchmarks
 
 It reads every run file of ``--runs``, normalises each eval curve per environment
-(:mod:`sb3_complementary.benchmark.normalize`), reduces it to AUC and final score
-(:mod:`sb3_complementary.benchmark.metrics`) and aggregates with rliable's metrics and plots, with
+(:mod:`benchmarks.harness.normalize`), reduces it to AUC and final score
+(:mod:`benchmarks.harness.metrics`) and aggregates with rliable's metrics and plots, with
 rliable's stratified bootstrap CIs (``rliable.library.get_interval_estimates``, ``--reps``
 replications, fixed ``--bootstrap-seed``):
 
@@ -38,8 +38,8 @@ One concept per module:
 - :mod:`.cli`: :func:`build_report`, which runs the steps above, and the command line (:func:`main`).
 """
 
-from sb3_complementary.benchmark.report.cli import build_report, main
-from sb3_complementary.benchmark.report.collect import (
+from benchmarks.harness.report.cli import build_report, main
+from benchmarks.harness.report.collect import (
     PREFERRED_ORDER,
     BudgetMismatchError,
     ReportData,
@@ -47,15 +47,15 @@ from sb3_complementary.benchmark.report.collect import (
     collect,
     order_contenders,
 )
-from sb3_complementary.benchmark.report.goals import (
+from benchmarks.harness.report.goals import (
     PROTOCOL_SUITES,
     REFERENCE_RATIO_GOAL,
     SuiteComparison,
     parse_suites,
     suite_comparisons,
 )
-from sb3_complementary.benchmark.report.page import FULL_SEEDS, render_page
-from sb3_complementary.benchmark.report.plots import (
+from benchmarks.harness.report.page import FULL_SEEDS, render_page
+from benchmarks.harness.report.plots import (
     draw_figures,
     plot_aggregate_curve,
     plot_aggregates,
@@ -63,13 +63,13 @@ from sb3_complementary.benchmark.report.plots import (
     plot_performance_profiles,
     plot_probability_of_improvement,
 )
-from sb3_complementary.benchmark.report.sections.goal_check import (
+from benchmarks.harness.report.sections.goal_check import (
     GOAL_CPU_RATIO,
     GOAL_IQM_RATIO,
     GOAL_WALLCLOCK_RATIO,
     suite_goal_tables,
 )
-from sb3_complementary.benchmark.report.statistics import (
+from benchmarks.harness.report.statistics import (
     METRIC_NAMES,
     Interval,
     Ratio,

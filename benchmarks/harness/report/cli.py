@@ -11,14 +11,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sb3_complementary.benchmark.report.collect import collect
-from sb3_complementary.benchmark.report.goals import PROTOCOL_SUITES, parse_suites, suite_comparisons
-from sb3_complementary.benchmark.report.page import FULL_SEEDS, render_page
-from sb3_complementary.benchmark.report.plots import draw_figures
-from sb3_complementary.benchmark.report.statistics import compute_statistics
+from benchmarks.harness.matrix_yaml import read_title
+from benchmarks.harness.report.collect import collect
+from benchmarks.harness.report.goals import PROTOCOL_SUITES, parse_suites, suite_comparisons
+from benchmarks.harness.report.page import DEFAULT_TITLE, FULL_SEEDS, render_page
+from benchmarks.harness.report.plots import draw_figures
+from benchmarks.harness.report.statistics import compute_statistics
 
 #: How the page tells its reader to regenerate it.
-PROG = "python -m sb3_complementary.benchmark.report"
+PROG = "python -m benchmarks.report"
 
 
 def build_report(
@@ -33,6 +34,7 @@ def build_report(
     full_seeds: int = FULL_SEEDS,
     suites: str | None = None,
     control: str | None = None,
+    title: str = DEFAULT_TITLE,
 ) -> Path:
     """
     Write ``README.md`` and the PNGs.
@@ -50,6 +52,7 @@ def build_report(
     :param suites: ``"classic=A,B;non-stationary=C"``: check the protocol's goals suite by suite
         (:mod:`.goals`) instead of once over all entries.
     :param control: The ``alpha=0`` control of the suite goals (one of ``baselines``).
+    :param title: The page's H1: what the runs measure (``--matrix`` takes it from the matrix's ``title``).
     :return: Path of ``README.md``.
     :raises BudgetMismatchError: if runs of an environment have different budgets.
     :raises ValueError: if a suite has no goal in the protocol, or ``control`` is not a baseline.
@@ -71,19 +74,34 @@ def build_report(
             command += f" --full-seeds {full_seeds}"
     goals = suite_comparisons(data, target, reference, baselines, control, suite_map, reps, seed) if suite_map else []
     page = render_page(
-        data, stats, figures, out_dir, command, reps, target, baselines, reference, full_seeds, suite_goals=goals
+        data,
+        stats,
+        figures,
+        out_dir,
+        command,
+        reps,
+        target,
+        baselines,
+        reference,
+        full_seeds,
+        suite_goals=goals,
+        title=title,
     )
     readme = out_dir / "README.md"
     readme.write_text(page)
     return readme
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, quoted_argv: Sequence[str] | None = None) -> int:
     """
-    Entry point of ``python -m sb3_complementary.benchmark.report``.
+    Entry point of ``python -m benchmarks.report``.
 
     :param argv: Arguments (default: ``sys.argv[1:]``); they are quoted back at the top of the page.
-    :return: 0 on success, 2 on bad input (no runs, mismatched budgets, unreadable files).
+    :param quoted_argv: The arguments the page quotes instead of ``argv`` (default: ``argv``):
+        :mod:`benchmarks.regenerate` writes a page elsewhere (``--out`` changed) to compare it byte
+        for byte with the committed one, which quotes the committed command.
+    :return: 0 on success, 2 on bad input (no runs, mismatched budgets, unreadable files, a matrix
+        with no title).
     """
     parser = argparse.ArgumentParser(prog=PROG, description="Statistics and plots of the benchmark runs.")
     parser.add_argument("--runs", type=Path, default=Path("docs/benchmarks/runs"), help="folder of run files")
@@ -106,13 +124,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(protocol suites: --suites protocol)",
     )
     parser.add_argument("--control", default=None, help="the alpha=0 control among the baselines (suite goals)")
+    parser.add_argument(
+        "--matrix",
+        type=Path,
+        default=None,
+        help=f"the matrix YAML the runs come from: its 'title' heads the page (default: '{DEFAULT_TITLE}')",
+    )
     args = parser.parse_args(argv)
-    command = " ".join([PROG] + [shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)])
+    quoted = quoted_argv if quoted_argv is not None else (sys.argv[1:] if argv is None else argv)
+    command = " ".join([PROG] + [shlex.quote(a) for a in quoted])
     if "--runs" not in command:
         command += f" --runs {shlex.quote(str(args.runs))}"
     if "--out" not in command:
         command += f" --out {shlex.quote(str(args.out))}"
     try:
+        title = read_title(args.matrix) if args.matrix is not None else DEFAULT_TITLE
         readme = build_report(
             args.runs,
             args.out,
@@ -125,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             full_seeds=args.full_seeds,
             suites=PROTOCOL_SUITES if args.suites == "protocol" else args.suites,
             control=args.control,
+            title=title,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

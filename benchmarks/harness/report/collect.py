@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from sb3_complementary.benchmark.normalize import ensure_random_scores, load_random_scores, normalized_score
-from sb3_complementary.benchmark.store import RunRecord, scan_runs
+from benchmarks.harness.normalize import ensure_random_scores, load_random_scores, normalized_score
+from benchmarks.harness.store import RunRecord, scan_runs
 
 #: Contenders listed first, in this order; the others follow alphabetically.
 PREFERRED_ORDER = ("dqn", "per", "complementary")
@@ -61,8 +61,8 @@ class ReportData:
     def score_matrix(self, contender: str, metric: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """
         :param contender: Contender name.
-        :param metric: :func:`~sb3_complementary.benchmark.metrics.auc` or
-            :func:`~sb3_complementary.benchmark.metrics.final_score`.
+        :param metric: :func:`~benchmarks.harness.metrics.auc` or
+            :func:`~benchmarks.harness.metrics.final_score`.
         :return: Scores of its complete seeds, shape ``(n_seeds, n_envs)`` (rliable's layout).
         """
         seeds = self.complete_seeds[contender]

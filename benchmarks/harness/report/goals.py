@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sb3_complementary.benchmark.metrics import auc
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.statistics import Interval, interval_estimates, iqm_ratios, to_interval
+from benchmarks.harness.metrics import auc
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.statistics import Interval, interval_estimates, iqm_ratios, to_interval
 
 #: The protocol's two suites, as the study's matrices name their entries.
 PROTOCOL_SUITES = (

@@ -12,18 +12,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.goals import SuiteComparison
-from sb3_complementary.benchmark.report.markdown import join_blocks
-from sb3_complementary.benchmark.report.sections.ablations import ablation_section
-from sb3_complementary.benchmark.report.sections.cost import cost_section
-from sb3_complementary.benchmark.report.sections.figures import figures_section
-from sb3_complementary.benchmark.report.sections.goal_check import goal_section, suite_goal_section
-from sb3_complementary.benchmark.report.sections.header import header_section
-from sb3_complementary.benchmark.report.sections.headline import headline_section
-from sb3_complementary.benchmark.report.sections.per_environment import per_environment_section
-from sb3_complementary.benchmark.report.sections.runs import runs_section
-from sb3_complementary.benchmark.report.statistics import Statistics
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.goals import SuiteComparison
+from benchmarks.harness.report.markdown import join_blocks
+from benchmarks.harness.report.sections.ablations import ablation_section
+from benchmarks.harness.report.sections.cost import cost_section
+from benchmarks.harness.report.sections.figures import figures_section
+from benchmarks.harness.report.sections.goal_check import goal_section, suite_goal_section
+from benchmarks.harness.report.sections.header import header_section
+from benchmarks.harness.report.sections.headline import headline_section
+from benchmarks.harness.report.sections.per_environment import per_environment_section
+from benchmarks.harness.report.sections.runs import runs_section
+from benchmarks.harness.report.statistics import Statistics
+
+#: The H1 of a page whose runs name no matrix (``--matrix``): the matrices' titles keep the
+#: committed pages apart.
+DEFAULT_TITLE = "Benchmark results"
 
 #: Seeds per (contender, entry) required by the protocol; fewer is marked "first look".
 FULL_SEEDS = 10
@@ -41,6 +45,7 @@ def render_page(
     reference: str,
     full_seeds: int = FULL_SEEDS,
     suite_goals: Sequence[SuiteComparison] = (),
+    title: str = DEFAULT_TITLE,
 ) -> str:
     """
     :param data: Collected runs.
@@ -56,11 +61,12 @@ def render_page(
         Ablations are complete at ``min(full_seeds, ABLATION_SEEDS)``, the protocol's 5.
     :param suite_goals: The protocol's goals per suite (:func:`~.goals.suite_comparisons`); when given,
         they replace the single goal check over all entries.
+    :param title: The page's H1 (the matrix's ``title``).
     :return: The Markdown of ``README.md``.
     """
     return (
         join_blocks(
-            header_section(data, command, reps, target, baselines, reference, full_seeds),
+            header_section(data, command, reps, target, baselines, reference, full_seeds, title),
             headline_section(data, stats, target, baselines, reference),
             (
                 suite_goal_section(suite_goals, stats, target, reference)

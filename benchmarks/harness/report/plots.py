@@ -19,8 +19,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.statistics import METRIC_NAMES, Statistics, interval_estimates
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.statistics import METRIC_NAMES, Statistics, interval_estimates
 
 
 def _colors(contenders: Sequence[str]) -> dict[str, Any]:

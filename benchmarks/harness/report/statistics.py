@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from sb3_complementary.benchmark.metrics import auc, final_score
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.store import RunRecord
+from benchmarks.harness.metrics import auc, final_score
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.store import RunRecord
 
 #: The aggregates of :attr:`Statistics.aggregates`, in this order.
 METRIC_NAMES = ("IQM", "Mean", "Optimality Gap")

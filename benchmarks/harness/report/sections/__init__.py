@@ -1,5 +1,5 @@
 """
-The sections of the report page (:func:`~sb3_complementary.benchmark.report.page.render_page`), one module per
+The sections of the report page (:func:`~benchmarks.harness.report.page.render_page`), one module per
 section, in the order of the page:
 
 - :mod:`.header`: title, the command that regenerates the page, and the first-look banners;

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.markdown import join_blocks, markdown_table
-from sb3_complementary.benchmark.report.statistics import Statistics
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.markdown import join_blocks, markdown_table
+from benchmarks.harness.report.statistics import Statistics
 
 
 def ablation_section(data: ReportData, stats: Statistics, target: str, reference: str) -> str:

@@ -4,9 +4,9 @@ The wall-clock cost section of the report page: wall-clock and CPU-time ratios t
 
 from __future__ import annotations
 
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.markdown import join_blocks, markdown_table
-from sb3_complementary.benchmark.report.statistics import Statistics
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.markdown import join_blocks, markdown_table
+from benchmarks.harness.report.statistics import Statistics
 
 
 def cost_section(data: ReportData, stats: Statistics, reference: str) -> str:
@@ -15,7 +15,7 @@ def cost_section(data: ReportData, stats: Statistics, reference: str) -> str:
         "## Wall-clock cost",
         f"Ratio of training wall-clock seconds to `{reference}` on the same environment and seed: median "
         "[min, max] (n pairs). Training seconds are the time inside `model.learn()` minus the evaluations "
-        "(see `sb3_complementary/benchmark/run.py`). Only ratios are quoted: the machines are shared and noisy.",
+        "(see `benchmarks/harness/run.py`). Only ratios are quoted: the machines are shared and noisy.",
         _cost_table(data, stats),
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sb3_complementary.benchmark.report.markdown import join_blocks
+from benchmarks.harness.report.markdown import join_blocks
 
 
 def figures_section(figures: Sequence[Path], out_dir: Path) -> str:

@@ -1,6 +1,6 @@
 """
 The goal check of the report page: the goal of docs/benchmarks/protocol.md criterion by criterion, or the
-protocol's goals suite by suite (:func:`~sb3_complementary.benchmark.report.goals.suite_comparisons`) and
+protocol's goals suite by suite (:func:`~benchmarks.harness.report.goals.suite_comparisons`) and
 the cost goal.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sb3_complementary.benchmark.report.goals import SuiteComparison
-from sb3_complementary.benchmark.report.markdown import join_blocks, markdown_table
-from sb3_complementary.benchmark.report.statistics import Statistics
+from benchmarks.harness.report.goals import SuiteComparison
+from benchmarks.harness.report.markdown import join_blocks, markdown_table
+from benchmarks.harness.report.statistics import Statistics
 
 #: Goal of docs/benchmarks/protocol.md.
 GOAL_IQM_RATIO = 1.10
@@ -43,7 +43,7 @@ def suite_goal_section(comparisons: Sequence[SuiteComparison], stats: Statistics
 
 def suite_goal_tables(comparisons: Sequence[SuiteComparison]) -> str:
     """
-    :param comparisons: :func:`~sb3_complementary.benchmark.report.goals.suite_comparisons`'s output.
+    :param comparisons: :func:`~benchmarks.harness.report.goals.suite_comparisons`'s output.
     :return: One heading line and one table per suite: ratio, P and the goal's verdict per contender.
     """
     blocks = []

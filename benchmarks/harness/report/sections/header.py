@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.markdown import join_blocks
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.markdown import join_blocks
 
 #: Seeds the protocol plans for an ablation (never more than the study's own ``full_seeds``).
 ABLATION_SEEDS = 5
@@ -27,6 +27,7 @@ def header_section(
     baselines: Sequence[str],
     reference: str,
     full_seeds: int,
+    title: str,
 ) -> str:
     """Title, the command that regenerates the page, what it is made from, and the first-look banners."""
     n_done = sum(r.status == "done" for r in data.records)
@@ -75,12 +76,12 @@ def header_section(
         else ""
     )
     return join_blocks(
-        "# Benchmark results",
+        f"# {title}",
         "Regenerate every table and figure of this page from the run files:",
         f"```bash\n{command}\n```",
         f"Generated from {len(data.records)} run files ({n_done} done, {n_failed} failed{unreadable}); "
         f"stratified bootstrap 95% CIs with {reps} replications. Protocol: `docs/benchmarks/protocol.md`; "
-        "the runs are produced by `python -m sb3_complementary.benchmark`.",
+        "the runs are produced by `python -m benchmarks.run`.",
         first_look,
         filling_banner,
         partial_banner,

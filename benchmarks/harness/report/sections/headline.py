@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.markdown import join_blocks, markdown_table
-from sb3_complementary.benchmark.report.statistics import Statistics
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.markdown import join_blocks, markdown_table
+from benchmarks.harness.report.statistics import Statistics
 
 
 def headline_section(data: ReportData, stats: Statistics, target: str, baselines: Sequence[str], reference: str) -> str:

@@ -9,9 +9,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from sb3_complementary.benchmark.metrics import auc, final_score, mean_pm_std
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.markdown import join_blocks, markdown_table
+from benchmarks.harness.metrics import auc, final_score, mean_pm_std
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.markdown import join_blocks, markdown_table
 
 
 def per_environment_section(data: ReportData) -> str:
@@ -107,6 +107,6 @@ def _ess_table(data: ReportData) -> str:
 def _budget(data: ReportData, env: str) -> int:
     """
     :return: The step budget of an environment's runs
-        (:func:`~sb3_complementary.benchmark.report.collect.check_budgets` made them agree).
+        (:func:`~benchmarks.harness.report.collect.check_budgets` made them agree).
     """
     return next(r.budget for r in data.records if r.env == env)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sb3_complementary.benchmark.report.collect import ReportData
-from sb3_complementary.benchmark.report.markdown import join_blocks, markdown_table
+from benchmarks.harness.report.collect import ReportData
+from benchmarks.harness.report.markdown import join_blocks, markdown_table
 
 
 def runs_section(data: ReportData) -> str:
