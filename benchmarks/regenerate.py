@@ -184,6 +184,25 @@ PAGES: tuple[Page, ...] = (
         *("--candidates", "laber,laber-actor-uniform,per", "--control", "density-control", "--baselines", "sac"),
         *("--seeds", "0,1,2,3,4", "--suites", _SAC_SUITE),
     ),
+    # The per-task tables of the multi-task entries.
+    Page(
+        "benchmarks.multitask_study",
+        ("--runs", "docs/multitask/runs", "--out", "docs/multitask/per_task.md", "--plots", "docs/multitask"),
+    ),
+    Page(
+        "benchmarks.multitask_study",
+        ("--runs", "docs/benchmarks/screen/runs", "--out", "docs/benchmarks/screen/multitask.md"),
+    ),
+)
+
+
+#: Pages that the command their results page quotes no longer writes byte for byte, left as committed
+#: (the results pages read them). Attempt 6's screen gates were written by ``screen_gates.py`` before
+#: issue 31 renumbered its gates (the no-harm table became gate 3) and added the strength column.
+#: Today's script gives the same numbers for ``gates-nonlearned.md`` and ``gates-relo.md`` in the new
+#: layout. For ``gates.md`` it keeps only the entries where every listed contender has all its seeds:
+#: ``density-loss``, stopped after two entries, would drop four of ``density-sampling``'s six.
+NOT_REPRODUCED: tuple[Page, ...] = (
     _gates(
         "docs/benchmarks/screen/runs",
         "docs/benchmarks/screen/gates.md",
@@ -198,15 +217,6 @@ PAGES: tuple[Page, ...] = (
         "docs/benchmarks/screen/runs",
         "docs/benchmarks/screen/gates-relo.md",
         *("--candidates", "relo", "--control", "density-control"),
-    ),
-    # The per-task tables of the multi-task entries.
-    Page(
-        "benchmarks.multitask_study",
-        ("--runs", "docs/multitask/runs", "--out", "docs/multitask/per_task.md", "--plots", "docs/multitask"),
-    ),
-    Page(
-        "benchmarks.multitask_study",
-        ("--runs", "docs/benchmarks/screen/runs", "--out", "docs/benchmarks/screen/multitask.md"),
     ),
 )
 

@@ -4,8 +4,8 @@ run files: a harness change that moves a number, a title or a figure of a commit
 and ``python -m benchmarks.regenerate`` then ``git diff docs`` shows what it moved.
 
 One page of each kind is regenerated into a temporary folder (the fast ones: the whole list takes
-minutes, and runs with that command); every page of the list is checked to exist, and the report
-pages to carry distinct titles from their matrices.
+half an hour on two cores, and runs with that command); every page of the list is checked to exist,
+and the report pages to carry distinct titles from their matrices and to quote their command.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ def written_files(out_root: Path) -> list[Path]:
 @pytest.mark.parametrize(
     "output",
     [
-        "docs/benchmarks/screen/multitask.md",  # the multi-task study's per-task tables
-        "docs/benchmarks/screen/gates-relo.md",  # a screen's gates
+        "docs/multitask/per_task.md",  # the multi-task study's per-task tables and plots
+        "docs/benchmarks/study-laber/gates.md",  # a study's no-harm gate with its noise floor
+        "docs/benchmarks/screen-progress/strength_trace.png",  # a diagnostic's figure
         "docs/benchmarks/pilot-return",  # a pilot's page, summary and figure
     ],
 )

@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m benchmarks.run",
         description="Run the pending runs of a benchmark matrix (resumable; finished runs are skipped).",
     )
-    parser.add_argument("--matrix", type=Path, default=None, help="matrix YAML (default: the packaged default.yml)")
+    parser.add_argument(
+        "--matrix", type=Path, default=None, help="matrix YAML (default: benchmarks/matrices/default.yml)"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"runs folder (default: {DEFAULT_OUT})")
     parser.add_argument(
         "--workers",
