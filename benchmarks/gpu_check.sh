@@ -13,7 +13,7 @@ out="${OUT:-benchmarks/gpu-results}"
 mkdir -p "$out"
 "$PYTHON" -m pytest -q tests/test_gpu.py -p no:cacheprovider --junitxml "$out/gpu-tests.xml" 2>&1 | tee "$out/gpu-tests.log"
 tests_status=${PIPESTATUS[0]}
-"$PYTHON" benchmarks/perf.py --device cuda --steps 10000 --repeats 2 --out "$out/performance-gpu.json" 2>&1 | tee "$out/perf-gpu.log"
+"$PYTHON" -m benchmarks.perf --device cuda --steps 10000 --repeats 2 --out "$out/performance-gpu.json" 2>&1 | tee "$out/perf-gpu.log"
 perf_status=${PIPESTATUS[0]}
 echo "gpu tests: exit $tests_status; perf: exit $perf_status; results in $out"
 exit $((tests_status != 0 ? tests_status : perf_status))

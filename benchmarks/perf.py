@@ -1,14 +1,14 @@
 """
 Performance figures for issue #2, measured side by side in one process on one machine.
 
-    python benchmarks/perf.py --out docs/performance.json            # everything
-    python benchmarks/perf.py --only train --repeats 5 --steps 50000  # one part
-    python benchmarks/perf.py --only her --steps 10000 --out docs/performance-her.json
-    python benchmarks/perf.py --only pool --out docs/performance-pool.json    # the candidate pool's cost
-    python benchmarks/perf.py --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
-        --out docs/performance-density.json                           # a candidate's training cost
-    python benchmarks/perf.py --device cuda --steps 10000 --repeats 2 --out performance-gpu.json  # on a GPU
-    python benchmarks/perf.py --only policies --steps 3000 --repeats 2 --out docs/performance-policies.json
+    python -m benchmarks.perf --out docs/performance-logs/performance.json            # everything
+    python -m benchmarks.perf --only train --repeats 5 --steps 50000  # one part
+    python -m benchmarks.perf --only her --steps 10000 --out docs/performance-logs/performance-her.json
+    python -m benchmarks.perf --only pool --out docs/performance-logs/performance-pool.json    # the candidate pool's cost
+    python -m benchmarks.perf --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
+        --out docs/performance-logs/performance-density.json                           # a candidate's training cost
+    python -m benchmarks.perf --device cuda --steps 10000 --repeats 2 --out performance-gpu.json  # on a GPU
+    python -m benchmarks.perf --only policies --steps 3000 --repeats 2 --out docs/performance-logs/performance-policies.json
 
 Parts:
 - ``train``: wall-clock of ComplementaryDQN / DQN and PrioritizedDQN / DQN on CartPole-v1 with
@@ -52,8 +52,8 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.buffers import ReplayBuffer
 
 import sb3_complementary
+from benchmarks.harness.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary import ComplementaryDQN, ComplementaryReplayBuffer, ExperienceExtractor, PrioritizedDQN
-from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 
 #: rl-zoo3's tuned DQN entry for CartPole-v1, read from the installed rl_zoo3.
 ZOO_CARTPOLE = constructor_kwargs(zoo_hyperparams("CartPole-v1"))

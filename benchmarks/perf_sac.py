@@ -1,9 +1,9 @@
 """
 Overhead of ComplementarySAC over SB3's SAC (issue #4), measured side by side in one process.
 
-    python benchmarks/perf_sac.py --out docs/performance_sac.json        # 20k steps, 3 interleaved repeats
-    python benchmarks/perf_sac.py --steps 2000 --repeats 1                # a quick look
-    python benchmarks/perf_sac.py --with-per                              # PrioritizedSAC as well
+    python -m benchmarks.perf_sac --out docs/performance-logs/performance_sac.json        # 20k steps, 3 interleaved repeats
+    python -m benchmarks.perf_sac --steps 2000 --repeats 1                # a quick look
+    python -m benchmarks.perf_sac --with-per                              # PrioritizedSAC as well
 
 Each repeat runs SAC, then ComplementarySAC (then PrioritizedSAC with ``--with-per``) on Pendulum-v1
 with rl-zoo3's tuned SAC hyperparameters (read from the installed ``rl_zoo3``'s ``hyperparams/sac.yml``),
@@ -25,8 +25,8 @@ import torch as th
 from stable_baselines3 import SAC
 
 import sb3_complementary
+from benchmarks.harness.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary import ComplementarySAC, PrioritizedSAC
-from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 
 ENV_ID = "Pendulum-v1"
 

@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 import yaml
 
-from sb3_complementary.benchmark.envs import make_env
-from sb3_complementary.benchmark.hyperparams import (
+from benchmarks.harness.envs import make_env
+from benchmarks.harness.hyperparams import (
     build_hyperparams,
     constructor_kwargs,
     parse_kwargs_string,
     zoo_hyperparams,
 )
-from sb3_complementary.benchmark.matrix_yaml import default_matrix_path, load_matrix, parse_matrix
-from sb3_complementary.benchmark.normalize import bit_flipping_optimal_return
-from sb3_complementary.benchmark.seeds import parse_seeds
+from benchmarks.harness.matrix_yaml import default_matrix_path, load_matrix, parse_matrix, read_title
+from benchmarks.harness.normalize import bit_flipping_optimal_return
+from benchmarks.harness.seeds import parse_seeds
 
 
 def minimal(**overrides: Any) -> dict[str, Any]:
@@ -342,3 +342,23 @@ def test_a_contender_with_a_removed_knob_does_not_build() -> None:
     old = {"contribution": "density_ratio", "weighting": "sampling", "ratio_temperature": 1.5}
     with pytest.raises(ValueError, match="weighting"):
         ComplementaryDQN("MlpPolicy", "CartPole-v1", _init_setup_model=False, **old)
+
+
+def test_every_lab_matrix_has_its_own_title() -> None:
+    """The title heads the matrix's results page (``--matrix``): one line, and no two matrices share one."""
+    titles = [read_title(default_matrix_path(name)) for name in MATRICES]
+    assert len(set(titles)) == len(titles), titles
+    assert load_matrix(default_matrix_path("smoke.yml")).title == read_title(default_matrix_path("smoke.yml"))
+
+
+@pytest.mark.parametrize("title", ["", "two\nlines", 3])
+def test_bad_titles_are_refused(title: Any) -> None:
+    with pytest.raises(ValueError, match="title must be a one-line string"):
+        parse_matrix(minimal(title=title))
+
+
+def test_report_needs_a_title_from_its_matrix(tmp_path: Path) -> None:
+    path = tmp_path / "untitled.yml"
+    path.write_text(yaml.safe_dump(minimal()))
+    with pytest.raises(ValueError, match="has no 'title'"):
+        read_title(path)

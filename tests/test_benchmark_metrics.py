@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from rliable import metrics
 
-from sb3_complementary.benchmark.metrics import auc, final_score
-from sb3_complementary.benchmark.normalize import normalized_score
-from sb3_complementary.benchmark.report import interval_estimates, performance_profiles
+from benchmarks.harness.metrics import auc, final_score
+from benchmarks.harness.normalize import normalized_score
+from benchmarks.harness.report import interval_estimates, performance_profiles
 
 
 def test_normalized_score() -> None:
@@ -95,7 +95,7 @@ def test_performance_profiles() -> None:
 
 
 def test_spread_over_seeds_is_the_sample_std():
-    from sb3_complementary.benchmark.metrics import mean_pm_std
+    from benchmarks.harness.metrics import mean_pm_std
 
     assert mean_pm_std([1.0, 2.0, 3.0], 3) == "2.000 ± 1.000"  # ddof=0 would print 0.816
     assert mean_pm_std([0.5], 2) == "0.50"

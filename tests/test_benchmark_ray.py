@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sb3_complementary.benchmark.execute import execute_plan
-from sb3_complementary.benchmark.matrix_yaml import load_matrix
-from sb3_complementary.benchmark.plan import plan_runs
-from sb3_complementary.benchmark.store import read_run_file, run_path
+from benchmarks.harness.execute import execute_plan
+from benchmarks.harness.matrix_yaml import load_matrix
+from benchmarks.harness.plan import plan_runs
+from benchmarks.harness.store import read_run_file, run_path
 
 if os.environ.get("SB3C_REQUIRE_RAY"):  # .ci/run sets it: there a missing Ray is a failure, not a skip
     import ray  # noqa: F401

@@ -15,11 +15,11 @@ from rliable import metrics as rly_metrics
 
 matplotlib.use("Agg")
 
-from sb3_complementary.benchmark import report
-from sb3_complementary.benchmark.metrics import auc
-from sb3_complementary.benchmark.normalize import RandomScore, save_random_scores
-from sb3_complementary.benchmark.report import BudgetMismatchError, build_report, collect
-from sb3_complementary.benchmark.store import write_run_file
+from benchmarks.harness import report
+from benchmarks.harness.metrics import auc
+from benchmarks.harness.normalize import RandomScore, save_random_scores
+from benchmarks.harness.report import BudgetMismatchError, build_report, collect
+from benchmarks.harness.store import write_run_file
 
 ENVS = {
     # name: (budget, r_random, r_ref)
@@ -98,7 +98,7 @@ def test_report_writes_tables_and_pngs(tmp_path: Path) -> None:
     text = readme.read_text()
 
     assert text.startswith("# Benchmark results")
-    assert f"python -m sb3_complementary.benchmark.report --runs {runs} --out {out}" in text.split("## Headline")[0]
+    assert f"python -m benchmarks.report --runs {runs} --out {out}" in text.split("## Headline")[0]
     assert "First look" in text  # 3 seeds < 10
     for heading in ("## Headline", "## Goal check", "## Wall-clock cost", "## Per environment", "### Failed runs"):
         assert heading in text
@@ -165,7 +165,7 @@ def test_page_matches_the_golden_page(tmp_path: Path, name: str) -> None:
     make_runs(runs, seeds)
     if name == "full":
         (runs / "per__CartPole-v1__s9.json").write_text('{"run_id": "per__Cart')  # half-written
-    command = f"python -m sb3_complementary.benchmark.report --runs runs --out site --reps 50 ({name})"
+    command = f"python -m benchmarks.report --runs runs --out site --reps 50 ({name})"
     text = build_report(runs, tmp_path / "site", reps=50, command=command, **kwargs).read_text()
     golden = Path(__file__).parent / "golden" / f"report_{name}.md"
     if os.environ.get("SB3C_REGENERATE_GOLDEN"):

@@ -14,8 +14,8 @@ import torch
 import yaml
 from stable_baselines3 import DQN
 
-from sb3_complementary.benchmark import backends, runner
-from sb3_complementary.benchmark.store import read_run_file, run_path
+from benchmarks.harness import backends, runner
+from benchmarks.harness.store import read_run_file, run_path
 from tests.conftest import DENSITY_RATIO
 
 TINY_HYPERPARAMS = {

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from sb3_complementary.benchmark.matrix_yaml import parse_matrix
-from sb3_complementary.benchmark.plan import plan_runs
-from sb3_complementary.benchmark.store import (
+from benchmarks.harness.matrix_yaml import parse_matrix
+from benchmarks.harness.plan import plan_runs
+from benchmarks.harness.store import (
     FORMAT_VERSION,
     RunFileVersionError,
     read_run_file,

@@ -193,9 +193,11 @@ def test_shell_check_catches_stale_commands():
     assert problems_of(["pip", "install", "-e", ".[no_such_extra]"])
     assert problems_of(["sb3-complementary", "trian", "--algo", "complementary_dqn"])
     assert problems_of(["sb3-complementary", "train", "--algo", "complementary_dnq"])
-    assert problems_of(["python", "docs/benchmarks/diagnostics/no_such_script.py"])
-    matrix = "sb3_complementary/benchmark/matrices/sac.yml"
-    assert not problems_of(["python", "-m", "sb3_complementary.benchmark", "--matrix", matrix])
+    assert problems_of(["python", "benchmarks/diagnostics/no_such_script.py"])
+    matrix = "benchmarks/matrices/sac.yml"
+    assert not problems_of(["python", "-m", "benchmarks.run", "--matrix", matrix])
+    # The harness left the package (issue 44): a command naming its old matrices is stale.
+    assert problems_of(["python", "-m", "benchmarks.run", "--matrix", "sb3_complementary/benchmark/matrices/sac.yml"])
 
 
 @pytest.mark.parametrize("page", SHELL_PAGES)

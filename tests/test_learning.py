@@ -6,8 +6,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
+from benchmarks.harness.hyperparams import constructor_kwargs, zoo_hyperparams
 from sb3_complementary import ComplementaryDQN
-from sb3_complementary.benchmark.hyperparams import constructor_kwargs, zoo_hyperparams
 from tests.replay_breakage import replay_one_transition
 
 #: rl-zoo3's tuned DQN entry for CartPole-v1, read from the installed rl_zoo3.

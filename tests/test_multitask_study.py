@@ -8,15 +8,10 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from sb3_complementary.benchmark.hyperparams import Hyperparams, zoo_hyperparams
-from sb3_complementary.benchmark.matrix import Contender, EvalSettings, RunSpec, SuiteEntry
-from sb3_complementary.benchmark.matrix_yaml import default_matrix_path, load_matrix
-from sb3_complementary.benchmark.normalize import ReferenceScore
-from sb3_complementary.benchmark.run import execute_run
-from sb3_complementary.benchmark.store import write_run_file
-from sb3_complementary.multitask import ParamSpec, register_family
-from sb3_complementary.multitask import variants as variants_module
-from sb3_complementary.multitask.study import (
+from benchmarks.harness.hyperparams import Hyperparams, zoo_hyperparams
+from benchmarks.harness.matrix import Contender, EvalSettings, RunSpec, SuiteEntry
+from benchmarks.harness.matrix_yaml import default_matrix_path, load_matrix
+from benchmarks.harness.multitask_study import (
     PerTaskCurve,
     forgetting,
     load_curves,
@@ -25,6 +20,11 @@ from sb3_complementary.multitask.study import (
     plot_per_task_curves,
     summary_markdown,
 )
+from benchmarks.harness.normalize import ReferenceScore
+from benchmarks.harness.run import execute_run
+from benchmarks.harness.store import write_run_file
+from sb3_complementary.multitask import ParamSpec, register_family
+from sb3_complementary.multitask import variants as variants_module
 
 
 class ConstantReward(gym.Env):
