@@ -76,8 +76,12 @@ html_theme_options = {"navigation_with_keys": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"show-inheritance": True}
-# SB3's MaybeCallback alias names BaseCallback as a string (SB3 imports it under TYPE_CHECKING only).
-autodoc_type_aliases = {"BaseCallback": "stable_baselines3.common.callbacks.BaseCallback"}
+# SB3's MaybeCallback and GymEnv aliases name BaseCallback and VecEnv as strings (SB3 imports them
+# under TYPE_CHECKING only); the explicit constructors' ``env: GymEnv | str`` needs the second.
+autodoc_type_aliases = {
+    "BaseCallback": "stable_baselines3.common.callbacks.BaseCallback",
+    "VecEnv": "stable_baselines3.common.vec_env.VecEnv",
+}
 typehints_defaults = "comma"
 
 # Copy only the code, not the prompts of console examples.
