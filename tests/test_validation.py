@@ -16,7 +16,7 @@ from sb3_complementary import (
     PrioritizedDQN,
     PrioritizedSAC,
 )
-from tests.conftest import DENSITY_RATIO, TINY_DQN, tiny_extractor
+from tests.conftest import TINY_DQN, TREE_REPLAY, tiny_extractor
 
 UNIT = r"(\[0(\.0)?, ?1(\.0)?\]|between 0(\.0)? and 1(\.0)?|0(\.0)? <= \w+ <= 1(\.0)?)"
 NON_NEGATIVE = r"(\[0(\.0)?, ?(inf|∞)[\])]|>= ?0|non-negative)"
@@ -104,11 +104,13 @@ def test_unknown_contribution_names_knob_choices_and_value():
 
 
 @pytest.mark.parametrize("contribution", ["td", "influence", "outcome"])
-def test_a_removed_contribution_names_the_commit_that_had_it(contribution):
+def test_a_removed_contribution_is_an_unknown_one(contribution):
+    """No migration shim: a removed kind gets the error of any unknown one, naming it and the kinds there are."""
     with pytest.raises(ValueError) as error:
         ComplementaryDQN("MlpPolicy", "CartPole-v1", contribution=contribution, device="cpu")
     message = str(error.value)
-    assert f"contribution={contribution!r}" in message and "8cac570" in message and "density_ratio" in message
+    assert "contribution must be one of" in message and repr(contribution) in message
+    assert all(name in message for name in ("per", "laber", "fresh_td", "density_ratio")), message
 
 
 @pytest.mark.parametrize("contribution", ["fresh_td", "laber"])
@@ -133,77 +135,63 @@ def test_bad_extractor_net_arch(net_arch):
     assert "non-empty" in message or "positive" in message
 
 
-# --------------------------------------------------------------------------- knobs removed after 8cac570
+# --------------------------------------------------------------------------- knobs that are gone
 
-#: Constructor knobs of 8cac570 that now live in ``extractor_kwargs``, with their key there.
-MOVED = {
-    "extractor_net_arch": "net_arch",
-    "extractor_lr_ratio": "lr_ratio",
-    "extractor_train_freq": "train_freq",
-    "extractor_gradient_steps": "gradient_steps",
-    "extractor_batch_size": "batch_size",
-    "refresh_interval": "refresh_interval",
-    "fast_memory": "fast_memory",
-    "ratio_temperature": "temperature",
-    "ratio_cap": "cap",
-    "ratio_is_exponent": "is_exponent",
-}
-#: Knobs of 8cac570 whose mechanism is removed (every weighted class had them).
-REMOVED = [
-    "coupling_coef",
-    "probe_size",
-    "label_capacity",
-    "label_interval",
-    "task_balanced_labels",
-    "eviction",
-    "weighting",
-    "include_observation",
-    "initial_score",
-]
+#: Constructor knobs of unreleased versions (moved into ``extractor_kwargs``, or whose mechanism is
+#: removed): the constructors are explicit, so each one is Python's own unknown-keyword error.
+GONE = ["extractor_net_arch", "refresh_interval", "ratio_cap", "coupling_coef", "weighting", "eviction"]
 
 
-@pytest.mark.parametrize("cls", [ComplementaryDQN, ComplementarySAC])
-@pytest.mark.parametrize("knob", sorted(MOVED))
-def test_a_moved_extractor_knob_says_where_it_went(cls, knob):
-    with pytest.raises(ValueError) as error:
-        cls("MlpPolicy", "CartPole-v1" if cls is ComplementaryDQN else "Pendulum-v1", **{knob: 1}, device="cpu")
-    message = str(error.value)
-    assert f"({knob}=" in message and "extractor_kwargs" in message and repr(MOVED[knob]) in message
+def _env_of(cls) -> str:
+    return "CartPole-v1" if cls in (ComplementaryDQN, PrioritizedDQN) else "Pendulum-v1"
 
 
 @pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN, ComplementarySAC, PrioritizedSAC])
-@pytest.mark.parametrize("knob", REMOVED)
-def test_a_removed_knob_names_itself_and_the_commit_that_had_it(cls, knob):
-    env = "CartPole-v1" if cls in (ComplementaryDQN, PrioritizedDQN) else "Pendulum-v1"
-    with pytest.raises(ValueError) as error:
-        cls("MlpPolicy", env, **{knob: "fifo"}, device="cpu")
-    message = str(error.value)
-    assert f"({knob}=" in message and "8cac570" in message
-
-
-@pytest.mark.parametrize("cls", [PrioritizedDQN, PrioritizedSAC])
-def test_relo_is_removed_from_the_prioritized_classes(cls):
-    env = "CartPole-v1" if cls is PrioritizedDQN else "Pendulum-v1"
-    with pytest.raises(ValueError) as error:
-        cls("MlpPolicy", env, priority="relo", device="cpu")
-    assert "(priority=" in str(error.value) and "8cac570" in str(error.value)
+@pytest.mark.parametrize("knob", GONE)
+def test_a_gone_knob_is_an_unexpected_keyword_naming_itself(cls, knob):
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{knob}'"):
+        cls("MlpPolicy", _env_of(cls), **{knob: 1}, device="cpu")
 
 
 @pytest.mark.parametrize("cls", [ComplementaryDQN, ComplementarySAC])
-def test_beta_is_removed_from_the_complementary_classes(cls):
-    env = "CartPole-v1" if cls is ComplementaryDQN else "Pendulum-v1"
+def test_a_moved_knob_is_accepted_where_it_lives_now(cls):
+    """The twin of the test above: the same setting in ``extractor_kwargs`` is taken, and read."""
+    model = cls("MlpPolicy", _env_of(cls), extractor_kwargs={"refresh_interval": 7, "cap": 3.0}, device="cpu")
+    assert model.extractor_settings["refresh_interval"] == 7 and model.extractor_settings["cap"] == 3.0
+
+
+@pytest.mark.parametrize("cls", [PrioritizedDQN, PrioritizedSAC])
+def test_relo_is_gone_from_the_prioritized_classes(cls):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'priority'"):
+        cls("MlpPolicy", _env_of(cls), priority="relo", device="cpu")
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, ComplementarySAC])
+def test_beta_is_gone_from_the_complementary_classes(cls):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beta'"):
+        cls("MlpPolicy", _env_of(cls), beta=0.4, device="cpu")
+
+
+@pytest.mark.parametrize("cls", [PrioritizedDQN, PrioritizedSAC])
+def test_beta_stays_on_the_prioritized_classes(cls):
+    """The twin of the test above: PER anneals its IS exponent from ``beta``."""
+    assert cls("MlpPolicy", _env_of(cls), beta=0.3, device="cpu").beta == 0.3
+
+
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
+def test_alpha_auto_is_gone(cls):
     with pytest.raises(ValueError) as error:
-        cls("MlpPolicy", env, beta=0.4, device="cpu")
-    message = str(error.value)
-    assert "(beta=" in message and "8cac570" in message and "is_exponent" in message
+        cls("MlpPolicy", "CartPole-v1", alpha="auto", device="cpu")
+    assert "alpha must be a number >= 0" in str(error.value) and "'auto'" in str(error.value)
 
 
-def test_the_extractor_training_callback_is_gone():
-    """The model runs the extractor's schedule itself (tests/test_dqn_dropin.py checks it does)."""
+def test_the_extractor_training_callback_is_public():
+    """The extractor's schedule runs from a public SB3 callback (tests/test_dqn_dropin.py checks that learn() adds it)."""
     import sb3_complementary
+    from stable_baselines3.common.callbacks import BaseCallback
 
-    assert not hasattr(sb3_complementary, "ExtractorTrainingCallback")
-    assert "ExtractorTrainingCallback" not in sb3_complementary.__all__
+    assert "ExtractorTrainingCallback" in sb3_complementary.__all__
+    assert issubclass(sb3_complementary.ExtractorTrainingCallback, BaseCallback)
 
 
 def test_non_numeric_knob():
@@ -262,7 +250,7 @@ def test_non_finite_scores_during_training_fall_back_and_training_goes_on(monkey
         "MlpPolicy",
         "CartPole-v1",
         **TINY_DQN,
-        **DENSITY_RATIO,
+        **TREE_REPLAY,
         **tiny_extractor(refresh_interval=50, train_freq=50),
         seed=0,
     )
@@ -279,6 +267,7 @@ def test_non_finite_scores_during_training_fall_back_and_training_goes_on(monkey
     with pytest.warns(RuntimeWarning, match="non-finite"):
         model.learn(300)
     buffer = model.replay_buffer
+    assert buffer.tree is not None, "the tree path's draws never built the tree"
     assert np.all(np.isfinite(buffer.tree.nodes)) and np.all(buffer.tree.nodes >= 0)
     assert np.all(np.isfinite(buffer.scores))
     assert model.num_timesteps == 300 and calls, "the buffer was never re-scored with the extractor"
