@@ -1,6 +1,6 @@
 """
-``device="cuda"`` end to end, for every class: training (the candidate pool's |TD|, the extractor,
-the IS weights on the GPU), save/load across devices both ways, the replay buffer across devices,
+``device="cuda"`` end to end, for every class at its defaults and every Complementary class in the
+density ratio: training (the candidate pool's |TD|, the extractor, the IS weights on the GPU), save/load across devices both ways, the replay buffer across devices,
 and the export of a CUDA-trained model. The tests marked ``gpu`` skip without CUDA
 (``benchmarks/gpu_check.sh`` runs them on a GPU machine); the fallback test runs everywhere.
 """
@@ -29,13 +29,20 @@ CLASSES: dict[str, tuple[type, str, dict[str, Any]]] = {
 }
 #: Past the density ratio's first fit (twice the fast memory) and several re-scores.
 STEPS = 400
+#: The configuration that builds an extractor (the defaults build none): the density ratio x fresh
+#: |TD| on a candidate pool, with ``alpha > 0`` (the actor-critic classes default to ``alpha=0``).
+DENSITY: dict[str, Any] = {"contribution": "density_ratio", "alpha": 1.0, "candidate_pool": 4}
+#: Every class at its defaults, and every Complementary class in the density ratio too.
+CASES = [(name, False) for name in CLASSES] + [(name, True) for name in CLASSES if name.startswith("Complementary")]
+CASE_IDS = [f"{name}-{'density' if density else 'default'}" for name, density in CASES]
 
 
-def make(name: str, device: str, **overrides: Any) -> Any:
-    """``name`` in its default replay (for a Complementary class: the density ratio on a candidate pool), tiny."""
+def make(name: str, device: str, density: bool = False, **overrides: Any) -> Any:
+    """``name`` at its defaults (or, with ``density``, in the density ratio, whose extractor fits within :data:`STEPS`), tiny."""
     cls, env_id, settings = CLASSES[name]
-    complementary = cls.__name__.startswith("Complementary")
-    extra = {"extractor_kwargs": {**TINY_EXTRACTOR["extractor_kwargs"], "fast_memory": 100}} if complementary else {}
+    extra: dict[str, Any] = {}
+    if density:
+        extra = {**DENSITY, "extractor_kwargs": {**TINY_EXTRACTOR["extractor_kwargs"], "fast_memory": 100}}
     kwargs = {**settings, **extra, "seed": 0, **overrides, "device": device}
     kwargs["policy_kwargs"] = dict(kwargs["policy_kwargs"])  # SB3 writes into it: never share one
     return cls("MlpPolicy", env_id, **kwargs)
@@ -43,7 +50,7 @@ def make(name: str, device: str, **overrides: Any) -> Any:
 
 def modules_of(model: Any) -> dict[str, th.nn.Module]:
     modules = {"policy": model.policy}
-    if hasattr(model, "extractor"):
+    if getattr(model, "extractor", None) is not None:
         modules["extractor"] = model.extractor
     return modules
 
@@ -77,11 +84,12 @@ def assert_same_weights(loaded: Any, original: Any) -> None:
             assert th.equal(mine[k], theirs[k]), f"{key}.{k} changed across devices"
 
 
-@pytest.mark.parametrize("name", CLASSES)
-def test_cuda_without_cuda_resolves_as_sb3(name: str) -> None:
+@pytest.mark.parametrize(("name", "density"), CASES, ids=CASE_IDS)
+def test_cuda_without_cuda_resolves_as_sb3(name: str, density: bool) -> None:
     """``device="cuda"`` means what SB3's ``get_device("cuda")`` says: the CPU where CUDA is absent."""
     expected = get_device("cuda")
-    model = make(name, "cuda")
+    model = make(name, "cuda", density)
+    assert (model.__dict__.get("extractor") is not None) == density, "an extractor exactly where the ratio is drawn from"
     settings = {**CLASSES[name][2], "device": "cuda", "policy_kwargs": dict(CLASSES[name][2]["policy_kwargs"])}
     parent = sb3_parent(type(model))("MlpPolicy", model.get_env(), **settings)
     assert model.device == parent.device == expected
@@ -101,26 +109,28 @@ def test_the_extractor_resolves_cuda_as_sb3() -> None:
 
 @pytest.mark.gpu
 @CUDA
-@pytest.mark.parametrize("name", CLASSES)
-def test_trains_on_cuda(name: str) -> None:
-    model = make(name, "cuda").learn(STEPS)
+@pytest.mark.parametrize(("name", "density"), CASES, ids=CASE_IDS)
+def test_trains_on_cuda(name: str, density: bool) -> None:
+    model = make(name, "cuda", density).learn(STEPS)
     assert model._n_updates > 0
     assert devices_of(model) == {"cuda"}
     assert batch_devices(model) == {"cuda"}
-    if hasattr(model, "extractor"):
-        if model.alpha > 0:  # the DQN family's default; the actor-critic classes draw uniformly by default
-            assert model.candidate_pool and model._selection_rates, "the pool's |TD| was not measured"
-        assert np.isfinite(model.extractor_auc), "the extractor never fitted"
-        assert np.isfinite(model.replay_diagnostics()["ess_fraction"])
+    if model.alpha > 0 and model.candidate_pool:  # the DQN family's default, and the density ratio
+        assert model._selection_rates, "the pool's |TD| was not measured"
+    if density:
+        assert "extractor" in modules_of(model) and np.isfinite(model.extractor_auc), "the extractor never fitted"
+    assert np.isfinite(model.replay_diagnostics()["ess_fraction"])
 
 
 @pytest.mark.gpu
 @CUDA
 @pytest.mark.parametrize(
-    "replay", [{"contribution": "fresh_td"}, {"contribution": "laber"}, {"alpha": 0.6, "candidate_pool": 0}]
+    "replay",
+    [{"contribution": "fresh_td"}, {"contribution": "density_ratio", "alpha": 0.6, "candidate_pool": 0}],
+    ids=["fresh-td", "density-ratio-tree"],
 )
 def test_the_other_replays_train_on_cuda(replay: dict[str, Any]) -> None:
-    """The |TD| kinds on a pool, and the density ratio's sum-tree path."""
+    """fresh |TD| on a pool, and the density ratio's sum-tree path (the defaults and the pool's ratio run above)."""
     model = make("ComplementaryDQN", "cuda", **replay).learn(STEPS)
     assert model._n_updates > 0
     assert devices_of(model) == {"cuda"}
@@ -128,10 +138,10 @@ def test_the_other_replays_train_on_cuda(replay: dict[str, Any]) -> None:
 
 @pytest.mark.gpu
 @CUDA
-@pytest.mark.parametrize("name", CLASSES)
-def test_save_load_across_devices(name: str, tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize(("name", "density"), CASES, ids=CASE_IDS)
+def test_save_load_across_devices(name: str, density: bool, tmp_path: pathlib.Path) -> None:
     """Trained on CUDA, loaded and trained on the CPU, saved, loaded and trained on CUDA again."""
-    model = make(name, "cuda").learn(STEPS)
+    model = make(name, "cuda", density).learn(STEPS)
     model.save(tmp_path / "cuda.zip")
     on_cpu = type(model).load(tmp_path / "cuda.zip", env=model.get_env(), device="cpu")
     assert on_cpu.device.type == "cpu" and devices_of(on_cpu) == {"cpu"}
@@ -149,14 +159,14 @@ def test_save_load_across_devices(name: str, tmp_path: pathlib.Path) -> None:
 @CUDA
 @pytest.mark.parametrize("name", ["ComplementaryDQN", "ComplementarySAC"])
 def test_the_replay_buffer_moves_across_devices(name: str, tmp_path: pathlib.Path) -> None:
-    model = make(name, "cuda").learn(STEPS)
+    model = make(name, "cuda", density=True).learn(STEPS)
     model.save_replay_buffer(tmp_path / "buffer.pkl")
-    on_cpu = make(name, "cpu")
+    on_cpu = make(name, "cpu", density=True)
     on_cpu.load_replay_buffer(tmp_path / "buffer.pkl")
     assert on_cpu.replay_buffer.device.type == "cpu"
     assert batch_devices(on_cpu) == {"cpu"}
     on_cpu.learn(100)
-    back = make(name, "cuda")
+    back = make(name, "cuda", density=True)
     back.load_replay_buffer(tmp_path / "buffer.pkl")
     assert batch_devices(back) == {"cuda"}
 
@@ -177,8 +187,8 @@ def test_a_cuda_model_exports_for_the_cpu(name: str, tmp_path: pathlib.Path) -> 
 def test_the_cuda_benchmark_refuses_without_cuda() -> None:
     root = pathlib.Path(__file__).resolve().parents[1]
     for args in (["--device", "cuda"], ["--only", "gpu"]):
-        done = subprocess.run(
-            [sys.executable, str(root / "benchmarks" / "perf.py"), *args], capture_output=True, text=True, timeout=300
+        done = subprocess.run(  # the documented command: python -m benchmarks.perf, from the checkout's root
+            [sys.executable, "-m", "benchmarks.perf", *args], cwd=root, capture_output=True, text=True, timeout=300
         )
         assert done.returncode == 2, done.stderr
         assert "CUDA is not available" in done.stderr
