@@ -12,6 +12,7 @@ from rl_zoo3.utils import ALGOS
 from stable_baselines3.her import HerReplayBuffer
 
 from sb3_complementary import ComplementaryDQN
+from sb3_complementary.common.her_replay_buffer import ComplementaryHerReplayBuffer, PrioritizedHerReplayBuffer
 from sb3_complementary.zoo import BIT_FLIPPING_IDS, ZOO_ALGORITHMS, register_algorithms
 from sb3_complementary.zoo.experiment import ZooExperimentManager
 from sb3_complementary.zoo.hyperparams import (
@@ -187,13 +188,15 @@ def test_every_packaged_entry_builds_and_learns(tmp_path: Path, name: str, key: 
     assert model.num_timesteps >= n_timesteps
     assert model._n_updates > 0
     if entry.get("replay_buffer_class") == "HerReplayBuffer":  # rl-zoo3 read it: our weighted HER buffer
-        assert isinstance(model.replay_buffer, HerReplayBuffer) and type(model.replay_buffer) is model.her_buffer_class
+        her_class = PrioritizedHerReplayBuffer if model.contribution == "per" else ComplementaryHerReplayBuffer
+        assert isinstance(model.replay_buffer, HerReplayBuffer) and type(model.replay_buffer) is her_class
     if complementary:
         assert model.extractor_kwargs == overrides["extractor_kwargs"]  # -params reached the constructor
-    if complementary and model.candidate_pool:
+        assert model.extractor is None, "the packaged default (LaBER, or alpha 0) builds no extractor"
+    if complementary and model.alpha > 0:
         assert model._selection_rates  # the DQN family's default: every batch was picked from a scored pool
-    elif complementary:  # the actor-critic default: uniform draws, unit IS weights
-        assert model.alpha == 0.0 and not model._selection_rates
+    elif complementary:  # the actor-critic default: uniform draws, unit IS weights, no tree
+        assert model.alpha == 0.0 and not model._selection_rates and model.replay_buffer.tree is None
 
 
 def test_user_yaml_and_python_conf_files(tmp_path: Path) -> None:
