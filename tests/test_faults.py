@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sb3_complementary import ComplementaryDQN, PrioritizedDQN
-from tests.conftest import TINY_DQN, TINY_EXTRACTOR
+from tests.conftest import TINY_DQN
 
 # A child that saves once (the previous file), learns on, and saves again through a writer that stops
 # halfway: it writes half of the new file, says "midway <bytes written>" and waits to be killed.
@@ -19,7 +19,7 @@ SAVE_THEN_STALL = textwrap.dedent(
     """
     import io, sys
     from sb3_complementary import ComplementaryDQN
-    from sb3_complementary.common import persistence
+    from sb3_complementary.common import weighted_algorithm
     target, what = sys.argv[1], sys.argv[2]
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", learning_starts=10**6, buffer_size=20000, device="cpu",
                              policy_kwargs={"net_arch": [256, 256]})
@@ -27,7 +27,7 @@ SAVE_THEN_STALL = textwrap.dedent(
     save = model.save if what == "model" else model.save_replay_buffer
     save(target)
     model.learn(1000, reset_num_timesteps=False)
-    atomic_write = persistence.atomic_write
+    atomic_write = weighted_algorithm.atomic_write  # the name save() and save_replay_buffer() call
 
     def stalling_atomic_write(path, write):
         def half_then_wait(file):
@@ -41,7 +41,7 @@ SAVE_THEN_STALL = textwrap.dedent(
 
         atomic_write(path, half_then_wait)
 
-    persistence.atomic_write = stalling_atomic_write
+    weighted_algorithm.atomic_write = stalling_atomic_write
     save(target)
     """
 )
@@ -133,11 +133,19 @@ class NaNEnv(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
+@pytest.mark.parametrize("cls", [ComplementaryDQN, PrioritizedDQN])
 @pytest.mark.parametrize(("what", "message"), [("reward", "Non-finite reward"), ("obs", "Non-finite next_obs")])
-def test_non_finite_env_data_is_refused_at_add_and_the_tree_stays_finite(what, message):
-    model = ComplementaryDQN("MlpPolicy", NaNEnv(what, at=120), **TINY_DQN, **TINY_EXTRACTOR)
+def test_non_finite_env_data_is_refused_at_add_and_the_tree_stays_finite(cls, what, message):
+    """The LaBER default keeps no tree (its scores stay finite); PER's draws build one, which stays finite."""
+    model = cls("MlpPolicy", NaNEnv(what, at=120), **TINY_DQN)
     with pytest.raises(ValueError, match=rf"{message} from the env at transition 119 .*VecCheckNan"):
         model.learn(300)
     buffer = model.replay_buffer
     assert buffer.size() == 119  # nothing of the bad transition was written
-    assert np.isfinite(buffer.tree.total) and np.all(np.isfinite(buffer.tree.leaves))
+    assert model._n_updates > 0, "training had not started before the bad transition"
+    assert np.all(np.isfinite(buffer.scores))
+    if cls is PrioritizedDQN:
+        assert buffer.tree is not None, "PER's draws never built the tree"
+        assert np.isfinite(buffer.tree.total) and np.all(np.isfinite(buffer.tree.leaves))
+    else:
+        assert buffer.tree is None
