@@ -47,9 +47,10 @@ def test_accepts_every_argument_sb3_passes(kwargs):
     buffer = make_buffer(60, **kwargs)
     n_envs = kwargs.get("n_envs", 1)
     assert buffer.buffer_size == 60 // n_envs
-    assert buffer.tree.capacity == buffer.buffer_size * n_envs
+    assert buffer.tree is None  # built by the first draw that reads it
     fill_buffer(buffer, 45, episode_lengths=(4, 7, 3)[:n_envs], timeout_every=3)
     batch = buffer.sample_weighted(16)
+    assert buffer.tree is not None and buffer.tree.capacity == buffer.buffer_size * n_envs
     assert isinstance(batch.samples, ReplayBufferSamples)
     assert batch.samples.observations.shape == (16, 3)
     assert batch.weights.shape == (16, 1)
@@ -259,17 +260,59 @@ def test_optimize_memory_usage_never_samples_invalid_row(uniform_fraction):
             assert np.all(rows < (buffer.buffer_size if buffer.full else buffer.pos))
 
 
-def test_optimize_memory_usage_refresh_keeps_invalid_row_out():
+@pytest.mark.parametrize("tree_first", [True, False], ids=["rescored-tree", "tree-built-after"])
+def test_optimize_memory_usage_refresh_keeps_invalid_row_out(tree_first):
+    """Whether the re-score writes into a tree or a draw builds the tree from the re-scored scores."""
     buffer = make_buffer(20, n_envs=2, optimize_memory_usage=True, handle_timeout_termination=False)
     fill_buffer(buffer, 27)
+    if tree_first:
+        buffer._require_tree()
     indices = buffer.valid_indices()
     buffer.set_all_scores(indices, np.full(len(indices), 0.9))
+    assert (buffer.tree is not None) == tree_first, "set_all_scores builds no tree, and keeps one that exists"
     invalid = buffer.pos * 2 + np.arange(2)
     assert not np.isin(invalid, indices).any()
-    assert np.all(buffer.tree.leaves[invalid] == 0)
+    assert np.all(buffer._require_tree().leaves[invalid] == 0)
     np.random.seed(1)
     for _ in range(50):
         assert not np.any(buffer.sample_weighted(16).indices // 2 == buffer.pos)
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_the_tree_is_built_only_when_a_draw_or_an_update_reads_it(n_envs):
+    """
+    Storage, SB3's uniform draws and the queries keep no tree; the first weighted draw builds it
+    from the stored scores, and it equals a tree kept up to date from the start.
+    """
+    lazy = make_buffer(30, n_envs=n_envs, alpha=0.7, initial_score="max")
+    eager = make_buffer(30, n_envs=n_envs, alpha=0.7, initial_score="max")
+    eager._require_tree()
+    for buffer in (lazy, eager):
+        fill_buffer(buffer, 9)
+    lazy.sample(4)
+    lazy.sample_uniform(4)
+    for query in (lazy.ess_fraction, lazy.replay_weights, lazy.task_shares, lazy._leaves):
+        query()
+    lazy.sampling_probabilities(lazy.valid_indices(), 0.0)
+    lazy.set_all_scores(lazy.valid_indices(), np.linspace(0.1, 2.0, 9 * n_envs))
+    lazy.rebuild_priorities()
+    assert lazy.tree is None, "storage, uniform draws, queries or a re-score built the tree"
+    eager.set_all_scores(eager.valid_indices(), np.linspace(0.1, 2.0, 9 * n_envs))
+    fill_buffer(lazy, 3, seed=1)
+    fill_buffer(eager, 3, seed=1)
+    np.testing.assert_allclose(lazy._leaves()[0], eager._leaves()[0])  # the queries see what a draw will
+    np.random.seed(0)
+    lazy_batch = lazy.sample_weighted(8)
+    np.random.seed(0)
+    eager_batch = eager.sample_weighted(8)
+    assert lazy.tree is not None
+    np.testing.assert_allclose(lazy.tree.leaves, eager.tree.leaves)
+    np.testing.assert_array_equal(lazy_batch.indices, eager_batch.indices)
+    np.testing.assert_allclose(lazy_batch.raw_weights, eager_batch.raw_weights)
+    fresh = make_buffer(30, n_envs=n_envs)
+    fill_buffer(fresh, 4)
+    fresh.update_scores(np.array([0]), np.array([3.0]))
+    assert fresh.tree is not None and fresh.tree.leaves[0] == pytest.approx(fresh.priority(3.0))
 
 
 # --------------------------------------------------------------------------- terminals
@@ -324,6 +367,7 @@ def test_negative_scores_are_clipped_to_floor_without_warning():
 def test_rescore_with_non_finite_scores_warns_and_uses_floor():
     buffer = make_buffer(20, score_floor=0.02)
     fill_buffer(buffer, 10)
+    buffer._require_tree()  # a tree that exists is rebuilt by the re-score
     indices = buffer.valid_indices()
     scores = np.full(len(indices), 0.7, dtype=np.float32)
     scores[::3] = np.nan
@@ -426,9 +470,16 @@ def test_ratio_inputs_of_a_flat_observation_and_of_an_image():
 
 
 def test_memory_overhead_at_1m_transitions_matches_the_documented_figure():
-    """docs/performance.md quotes the extra bytes per transition; a 1M-capacity buffer stays within 10% of it."""
+    """
+    docs/performance.md quotes the extra bytes per transition with the sum tree; a 1M-capacity
+    buffer whose draws built its tree stays within 10% of it. Without a tree the overhead is the
+    scores, terminal flags and task ids alone: 12 bytes.
+    """
     text = (Path(__file__).parents[1] / "docs" / "performance.md").read_text()
     documented = float(re.search(r"\*\*([\d.]+) bytes\*\*, whatever the observation", text).group(1))
     space = spaces.Box(-1, 1, (8,), np.float32)
     buffer = ComplementaryReplayBuffer(1_000_000, space, spaces.Discrete(4), device="cpu")
+    assert buffer.overhead_bytes() == 1_000_000 * (4 + 4 + 4)  # no tree until a draw reads it
+    buffer._require_tree()
     assert buffer.overhead_bytes() / 1_000_000 == pytest.approx(documented, rel=0.10)
+    assert buffer.overhead_bytes() == 1_000_000 * 12 + buffer.tree.nbytes
