@@ -1,4 +1,8 @@
-"""Property-based: random knob values and random sequences of add / sample / update / save / load / evict."""
+"""
+Property-based: random knob values and random sequences of add / sample / update / re-score /
+tree build / save / load / evict. The sum tree is built lazily (by a draw or an update), so some
+sequences never have one: the queries must agree with the stored scores either way.
+"""
 
 import pickle
 import warnings
@@ -80,13 +84,32 @@ class BufferMachine(RuleBasedStateMachine):
         self.buffer.set_all_scores(indices, self.rng.random(len(indices)))
 
     @rule()
+    def build_tree(self):
+        """What the first weighted draw or score update does: build the tree from the stored scores."""
+        self.buffer._require_tree()
+
+    @rule()
     def save_and_load(self):
         self.buffer = pickle.loads(pickle.dumps(self.buffer))
 
     @invariant()
-    def tree_is_the_sum_of_its_leaves(self):
+    def the_queries_see_the_stored_scores_and_build_no_tree(self):
+        """With or without a tree, what the next draw will see is each valid transition's priority by its score."""
         if not hasattr(self, "buffer"):
             return
+        buffer = self.buffer
+        had_tree = buffer.tree is not None
+        leaves, total = buffer._leaves()
+        expected = buffer._all_priorities(buffer.valid_indices())
+        np.testing.assert_allclose(leaves[: len(expected)], expected, rtol=1e-6, atol=1e-12)
+        assert np.isclose(total, expected.sum(), rtol=1e-6)
+        assert 0 < buffer.ess_fraction() <= 1 + 1e-9
+        assert (buffer.tree is not None) == had_tree, "a query built (or dropped) the tree"
+
+    @invariant()
+    def tree_is_the_sum_of_its_leaves(self):
+        if not hasattr(self, "buffer") or self.buffer.tree is None:
+            return  # no draw or update has read it yet
         tree = self.buffer.tree
         nodes = tree.nodes
         assert np.all(np.isfinite(nodes)) and np.all(nodes >= 0), "the tree holds a NaN or a negative value"
