@@ -1,4 +1,4 @@
-"""save/load and save_replay_buffer/load_replay_buffer carry everything; saving is atomic; old buffers migrate."""
+"""save/load and save_replay_buffer/load_replay_buffer carry everything; saving is atomic; plain SB3 buffers are copied."""
 
 import pickle
 
@@ -131,11 +131,14 @@ def test_prioritized_round_trip(tmp_path):
     assert loaded.num_timesteps == 400
 
 
-# --------------------------------------------------------------------------- migration of plain SB3 buffers
+# --------------------------------------------------------------------------- plain SB3 buffers, copied
+
+#: The warning of a plain SB3 buffer loaded into a weighted model (not the temporary path, which names the test).
+COPY_WARNING = r"has no complementary scores \(\w*ReplayBuffer\); copying it"
 
 
 @pytest.mark.parametrize("n_envs", [1, 2])
-def test_plain_sb3_buffer_is_migrated_with_a_warning(tmp_path, n_envs):
+def test_plain_sb3_buffer_is_copied_with_a_warning(tmp_path, n_envs):
     from stable_baselines3.common.env_util import make_vec_env
 
     env = make_vec_env("CartPole-v1", n_envs=n_envs, seed=0)
@@ -145,7 +148,7 @@ def test_plain_sb3_buffer_is_migrated_with_a_warning(tmp_path, n_envs):
     old = dqn.replay_buffer
 
     model = make_model("complementary-default", env, buffer_size=200, seed=0)
-    with pytest.warns(UserWarning, match="migrat"):
+    with pytest.warns(UserWarning, match=COPY_WARNING):
         model.load_replay_buffer(tmp_path / "plain.pkl")
     new = model.replay_buffer
     assert isinstance(new, ComplementaryReplayBuffer)
@@ -155,6 +158,9 @@ def test_plain_sb3_buffer_is_migrated_with_a_warning(tmp_path, n_envs):
     np.testing.assert_array_equal(new.observations[: old.buffer_size], old.observations[order])
     np.testing.assert_array_equal(new.next_observations[: old.buffer_size], old.next_observations[order])
     np.testing.assert_array_equal(new.rewards[: old.buffer_size], old.rewards[order])
+    # Every copied row has the initial score, and the tree is built by the first draw that reads it.
+    assert new.tree is None
+    assert np.all(new.scores[new.valid_indices()] == new._initial_score())
     new.sample_weighted(1)
     assert new.tree.total > 0 and np.all(new.tree.leaves[: new.size() * n_envs] > 0)
     assert np.any(new.terminals)  # CartPole episodes ended inside the window
@@ -162,7 +168,7 @@ def test_plain_sb3_buffer_is_migrated_with_a_warning(tmp_path, n_envs):
     assert model.replay_buffer.n_added >= old.size() + 100 // n_envs
 
 
-def test_migrating_memory_optimised_buffer_with_user_replay_kwargs(tmp_path):
+def test_copying_a_memory_optimised_buffer_with_user_replay_kwargs(tmp_path):
     kwargs = {
         **TINY_DQN,
         "buffer_size": 200,
@@ -174,10 +180,24 @@ def test_migrating_memory_optimised_buffer_with_user_replay_kwargs(tmp_path):
     dqn.save_replay_buffer(tmp_path / "plain.pkl")
     model = make_model("complementary-default", "CartPole-v1", **{**kwargs, "replay_buffer_kwargs": {
         "handle_timeout_termination": False}}, seed=0)  # fmt: skip
-    with pytest.warns(UserWarning, match="migrat"):
+    with pytest.warns(UserWarning, match=COPY_WARNING):
         model.load_replay_buffer(tmp_path / "plain.pkl")
     assert model.replay_buffer.optimize_memory_usage
     model.learn(50, reset_num_timesteps=False)
+
+
+def test_a_weighted_buffer_is_loaded_without_the_copy_warning(tmp_path):
+    """The twin of the copy: a buffer that has its scores is loaded as it is, silently."""
+    import warnings
+
+    model = make_model("complementary-default", "CartPole-v1", seed=0)
+    model.learn(100)
+    model.save_replay_buffer(tmp_path / "weighted.pkl")
+    other = make_model("complementary-default", "CartPole-v1", seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        other.load_replay_buffer(tmp_path / "weighted.pkl")
+    np.testing.assert_array_equal(other.replay_buffer.scores, model.replay_buffer.scores)
 
 
 def test_loading_something_else_than_a_buffer_is_an_error(tmp_path):
