@@ -92,7 +92,12 @@ CONFIGS: dict[str, tuple[str, str, int, dict[str, Any]]] = {
         {**DQN_BASE, "policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 8}},
     ),
     "sac_default": ("ComplementarySAC", "Pendulum-v1", 3000, AC_BASE),
-    "sac_alpha1_pool4": ("ComplementarySAC", "Pendulum-v1", 3000, {**AC_BASE, "alpha": 1.0, "candidate_pool": 4}),
+    "sac_alpha1_pool4": (
+        "ComplementarySAC",
+        "Pendulum-v1",
+        3000,
+        {**AC_BASE, **DENSITY_RATIO, "alpha": 1.0, "candidate_pool": 4},
+    ),
     "td3_default": ("ComplementaryTD3", "Pendulum-v1", 3000, AC_BASE),
     "ddpg_default": ("ComplementaryDDPG", "Pendulum-v1", 3000, AC_BASE),
     "tqc_default": (

@@ -59,14 +59,15 @@ def _first_row(batch: WeightedSamples, batch_size: int) -> WeightedSamples:
 
 def replay_one_transition_in_every_draw(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """
-    As :func:`replay_one_transition`, for both of the buffer's public draws: a candidate pool's
-    ``select_from_candidates`` and the sum tree's ``sample_weighted``. Every batch is made of the
+    As :func:`replay_one_transition`, for every public draw of the buffer: a candidate pool's
+    ``select_from_candidates``, the sum tree's ``sample_weighted`` and ``alpha=0``'s ``sample_uniform``. Every batch is made of the
     first transition the buffer ever handed out, repeated (with its IS weight).
 
     :param monkeypatch: Undoes the patch at the end of the test.
     :return: A one-element list counting the patched draws.
     """
     select, sample = ComplementaryReplayBuffer.select_from_candidates, ComplementaryReplayBuffer.sample_weighted
+    uniform = ComplementaryReplayBuffer.sample_uniform
     frozen: dict[int, WeightedSamples] = {}
     calls = [0]
 
@@ -84,8 +85,12 @@ def replay_one_transition_in_every_draw(monkeypatch: pytest.MonkeyPatch) -> list
     def sample_one(self: ComplementaryReplayBuffer, *args, **kwargs) -> WeightedSamples:
         return freeze(self, sample(self, *args, **kwargs))
 
+    def uniform_one(self: ComplementaryReplayBuffer, *args, **kwargs) -> WeightedSamples:
+        return freeze(self, uniform(self, *args, **kwargs))
+
     monkeypatch.setattr(ComplementaryReplayBuffer, "select_from_candidates", select_one)
     monkeypatch.setattr(ComplementaryReplayBuffer, "sample_weighted", sample_one)
+    monkeypatch.setattr(ComplementaryReplayBuffer, "sample_uniform", uniform_one)
     return calls
 
 

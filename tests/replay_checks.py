@@ -3,7 +3,7 @@ What a short drop-in learn must show beyond "it ran and stayed finite": checks t
 
 Wrap a ``learn()`` in :func:`recorded_draws` and pass what it recorded to :func:`check_replay`. The
 draws are read through the buffer's public methods (``select_from_candidates`` for a candidate pool,
-``sample_weighted`` for the sum tree), so the checks hold whatever the algorithm's internals look like.
+``sample_weighted`` for the sum tree, ``sample_uniform`` for ``alpha=0``), so the checks hold whatever the algorithm's internals look like.
 """
 
 from collections.abc import Iterator
@@ -16,7 +16,7 @@ from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 from sb3_complementary import WeightedSamples
 
 #: The buffer's public draws a train step takes its batch from.
-DRAWS = ("select_from_candidates", "sample_weighted")
+DRAWS = ("select_from_candidates", "sample_weighted", "sample_uniform")
 #: A healthy replay's batches, pooled over a short learn, hold at least this share of the transitions
 #: it could have drawn (the stored ones, or all the rows drawn if fewer): see :func:`check_draws_spread`.
 MIN_DISTINCT_SHARE = 0.25
@@ -41,19 +41,23 @@ def recorded_draws(model: Any) -> Iterator[list[Draw]]:
     :return: The list the draws are appended to, in draw order.
     """
     buffer, draws = model.replay_buffer, []
-    select, sample = buffer.select_from_candidates, buffer.sample_weighted
+    select, sample, uniform = buffer.select_from_candidates, buffer.sample_weighted, buffer.sample_uniform
 
     def recording_select(candidates: np.ndarray, samples: Any, scores: np.ndarray, *args: Any, **kwargs: Any) -> Any:
         batch, rates = select(candidates, samples, scores, *args, **kwargs)
         draws.append(Draw(batch, np.array(candidates), np.array(rates)))
         return batch, rates
 
-    def recording_sample(*args: Any, **kwargs: Any) -> WeightedSamples:
-        batch = sample(*args, **kwargs)
-        draws.append(Draw(batch))
-        return batch
+    def recording(draw: Any) -> Any:
+        def recording_draw(*args: Any, **kwargs: Any) -> WeightedSamples:
+            batch = draw(*args, **kwargs)
+            draws.append(Draw(batch))
+            return batch
 
-    buffer.select_from_candidates, buffer.sample_weighted = recording_select, recording_sample
+        return recording_draw
+
+    buffer.select_from_candidates = recording_select
+    buffer.sample_weighted, buffer.sample_uniform = recording(sample), recording(uniform)
     try:
         yield draws
     finally:

@@ -214,13 +214,13 @@ def test_shell_examples_name_what_exists(page: str) -> None:
 
 def logged_metrics() -> set[str]:
     """Every ``complementary/...`` key the package logs, with ``{k}`` for a per-task or per-quartile index."""
-    from sb3_complementary.common.replay_algorithm import ComplementaryMixin
+    from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm
 
     keys: set[str] = set()
     for source in (ROOT / "sb3_complementary").rglob("*.py"):
         for key in re.findall(r"logger\.record\(\s*f?\"complementary/([^\"]+)\"", source.read_text()):
             if key == "{name}":  # refresh_scores logs replay_diagnostics() item by item
-                keys |= set(re.findall(r"\"(\w+)\":", inspect.getsource(ComplementaryMixin.replay_diagnostics)))
+                keys |= set(re.findall(r"\"(\w+)\":", inspect.getsource(WeightedAlgorithm.replay_diagnostics)))
             else:
                 keys.add(re.sub(r"\{[^}]*\}", "{k}", key))
     return keys

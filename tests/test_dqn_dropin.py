@@ -67,19 +67,22 @@ def check_learned(model, draws, steps=STEPS):
     buffer = model.replay_buffer
     assert isinstance(buffer, ComplementaryReplayBuffer)
     assert buffer.size() > 0
-    buffer.sample_weighted(1)  # new rows get their priority lazily (a pool of |TD| never reads the tree): read once
-    leaves = buffer.tree.leaves
-    assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
+    tree_draws = model.alpha > 0 and not model.candidate_pool
+    assert (buffer.tree is not None) == tree_draws, "a tree is kept exactly where the draws read it"
+    if tree_draws:
+        buffer.sample_weighted(1)  # new rows get their priority lazily: read once
+        leaves = buffer.tree.leaves
+        assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
     if isinstance(model, ComplementaryDQN):
-        if model.contribution == "density_ratio":  # the density-ratio classifier
+        if model.extractor is not None:  # the density-ratio classifier
             assert np.isfinite(model.extractor_auc), "the classifier was never fitted"
             logits = model.extractor.numpy_logits(buffer.ratio_inputs(buffer.valid_indices()))
             assert np.all(np.isfinite(logits)) and logits.std() > 0
             scores = buffer.scores[buffer.valid_indices()]
             assert np.all(np.isfinite(scores)) and scores.std() > 0, "the buffer was never re-scored by the ratio"
-        else:  # the |TD| kinds fit nothing
-            assert np.isnan(model.extractor_auc)
-        if model.candidate_pool:
+        else:  # the |TD| kinds and uniform draws build no extractor
+            assert model.contribution != "density_ratio" or model.alpha == 0
+        if model.candidate_pool and model.alpha > 0:
             assert any(draw.candidates is not None for draw in draws), "no batch was selected from a pool"
     env = model.get_env()
     obs = env.reset()
@@ -399,7 +402,7 @@ def test_the_default_logs_its_draws_and_no_extractor(recording_logger):
     assert writer.keys().isdisjoint({"complementary/extractor_loss"})
     assert set(writer.values("complementary/beta")) == {1.0}
     assert max(writer.values("complementary/is_weight_max")) > 1  # not divided by the batch maximum
-    assert np.isnan(model.extractor_auc)
+    assert model.extractor is None
 
 
 def test_prioritized_logs_is_weights(recording_logger):

@@ -208,7 +208,11 @@ def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
     monkeypatch.setattr(model, "_draw_batch", lambda batch_size: model.replay_buffer.sample_weighted(batch_size))
     measured = model._current_td_abs(model.replay_buffer.sample_weighted(n).samples)
     fed_back = []
-    monkeypatch.setattr(model, "_feed_back", lambda batch, td_abs: fed_back.append(td_abs))
+    monkeypatch.setattr(  # the step's own |TD|, from the estimate it trained and its target
+        model,
+        "_replay_feedback",
+        lambda batch, current, target: fed_back.append(model._td_abs(current.detach(), target).numpy().reshape(-1)),
+    )
     model.train(gradient_steps=1, batch_size=n)
     assert measured.shape == (n,)
     np.testing.assert_array_equal(measured, fed_back[0])
@@ -269,7 +273,7 @@ def test_a_uniform_selection_skips_the_pools_forward_pass(monkeypatch):
     )
     monkeypatch.setattr(model, "_current_td_abs", lambda data: pytest.fail("the pool's |TD| was measured"))
     model.learn(300)
-    assert model._selection_rates and model._n_updates > 0
+    assert not model._selection_rates and model._n_updates > 0  # no pool is drawn: SB3's uniform draw
     buffer = model.replay_buffer
     candidates = np.arange(64)
     samples = buffer.get_samples_at(candidates)

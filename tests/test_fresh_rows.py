@@ -42,7 +42,8 @@ def test_the_density_ratio_pool_scores_fresh_candidates_at_the_neutral_ratio():
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", seed=0, **kwargs)
     model.learn(650)  # wrapped twice; the last re-score was at step 600
     buffer = model.replay_buffer
-    pending = buffer.row_indices(np.unique(buffer._unscored_rows))
+    assert buffer.tree is None  # a pool's draw reads the scores, never a tree
+    pending = buffer.row_indices((model.replay_buffer.pos - 1 - np.arange(50)) % buffer.buffer_size)  # added since
     assert len(pending) > 0
     np.testing.assert_array_equal(buffer.scores[pending], 1.0)
     # Through the model's draw: a pool of the pending rows, each with |TD| 0.5, scores ratio 1 x 0.5.

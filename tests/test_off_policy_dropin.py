@@ -13,7 +13,7 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.her import HerReplayBuffer
 
 import sb3_complementary
-from sb3_complementary import ComplementaryReplayBuffer
+from sb3_complementary import ComplementaryHerReplayBuffer, ComplementaryReplayBuffer, PrioritizedHerReplayBuffer
 from sb3_complementary.crossq.policies import MultiInputPolicy as CrossQMultiInputPolicy
 from tests.algorithms import ACTOR_CRITIC, SPECS, STEPS, build, build_parent
 from tests.replay_breakage import replay_one_transition_in_every_draw
@@ -31,8 +31,8 @@ def learn(model, steps=STEPS):
 
 def check_learned(model, draws, steps=STEPS):
     """
-    It ran, trained, kept a healthy tree, (the density ratio) fitted the extractor, and predicts valid
-    actions; and what a broken replay would fail (:func:`~tests.replay_checks.check_replay`): the
+    It ran, trained, kept a healthy tree where its draws read one (and none where they do not), (the
+    density ratio) fitted the extractor, and predicts valid actions; and what a broken replay would fail (:func:`~tests.replay_checks.check_replay`): the
     gradient steps the configuration asks for, each on a drawn batch, spread over the buffer, with IS
     weights as the selection implies.
     """
@@ -40,10 +40,13 @@ def check_learned(model, draws, steps=STEPS):
     assert model._n_updates > 0
     buffer = model.replay_buffer
     assert isinstance(buffer, ComplementaryReplayBuffer) and buffer.size() > 0
-    buffer.sample_weighted(1)  # new rows get their priority lazily: read once
-    leaves = buffer.tree.leaves
-    assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
-    if getattr(model, "contribution", None) == "density_ratio":
+    tree_draws = model.alpha > 0 and not model.candidate_pool
+    assert (buffer.tree is not None) == tree_draws, "a tree is kept exactly where the draws read it"
+    if tree_draws:
+        buffer.sample_weighted(1)  # new rows get their priority lazily: read once
+        leaves = buffer.tree.leaves
+        assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
+    if model.extractor is not None:
         assert np.isfinite(model.extractor_auc), "the classifier was never fitted"
         assert model.extractor.net[-1].weight.abs().sum().item() > 0
         logits = model.extractor.numpy_logits(buffer.ratio_inputs(buffer.valid_indices()))
@@ -107,9 +110,11 @@ def test_save_load_same_predictions_and_scores(saved):
         assert th.equal(loaded.policy.state_dict()[key], value), key
     knobs = ("alpha", "epsilon", "uniform_fraction", "score_floor")
     if SPECS[name].complementary:
-        knobs += ("contribution", "candidate_pool", "extractor_kwargs", "extractor_auc")
+        knobs += ("contribution", "candidate_pool", "extractor_kwargs")
     else:
         knobs += ("beta",)
+    if model.extractor is not None:
+        knobs += ("extractor_auc",)
     for knob in knobs:
         got, want = getattr(loaded, knob), getattr(model, knob)
         assert got == want or (knob == "extractor_auc" and np.isnan(got) and np.isnan(want)), knob  # NaN: never fitted
@@ -123,39 +128,28 @@ def test_save_load_same_predictions_and_scores(saved):
 @pytest.mark.parametrize("name", [name for name in ALGOS if SPECS[name].complementary])
 def test_the_defaults_select_as_documented_and_round_trip(name, tmp_path):
     """
-    At its constructor defaults, with a tiny schedule. The DQN family: LaBER, fresh |TD| on a pool of
-    4 with unnormalised IS weights, no classifier fitted. The actor-critic classes: the density-ratio
-    classifier fitted, uniform draws (alpha 0, no pool).
+    At its constructor defaults. The DQN family: LaBER, fresh |TD| on a pool of 4 with unnormalised IS
+    weights, every batch from a pool. The actor-critic classes: LaBER's knobs at ``alpha=0``, so every
+    batch is SB3's uniform draw with IS weights 1 (``alpha=1.0`` turns LaBER on). Neither builds an
+    extractor or a sum tree.
     """
     spec = SPECS[name]
     actor_critic = name in ACTOR_CRITIC
-    contribution, pool, alpha = ("density_ratio", 0, 0.0) if actor_critic else ("laber", 4, 1.0)
-    settings = spec.parent_kwargs(seed=0)  # a copy: SB3 writes into policy_kwargs
-    schedule = {"train_freq": 100, "refresh_interval": 100}
-    model = spec.cls("MlpPolicy", spec.env_id, extractor_kwargs=schedule, **settings)
-    assert (model.contribution, model.candidate_pool, model.alpha, model.extractor_settings["fast_memory"]) == (
-        contribution,
-        pool,
-        alpha,
-        spec.kwargs["buffer_size"] // 5,
-    )
-    model.learn(3 * spec.kwargs["buffer_size"] // 5 + 100)  # past twice the fast memory: the classifier fits
-    if actor_critic:  # the ratio is fitted, but the draws are uniform and the IS weights 1
-        assert np.isfinite(model.extractor_auc)
-        weights = model.replay_buffer.scores[model.replay_buffer.valid_indices()]
-        assert weights.std() > 0 and np.isclose(weights.mean(), 1.0, atol=0.05)  # self-normalised ratio weights
-        assert not model._selection_rates
-        np.testing.assert_allclose(model.replay_buffer.replay_weights(), 1.0)
-        np.testing.assert_allclose(model.replay_buffer.sample_weighted(64).weights.numpy(), 1.0)
-    else:  # LaBER: every batch picked from a pool, the IS weights mean(p) / p_i (above 1 for rare picks)
-        assert np.isnan(model.extractor_auc)
-        assert model._selection_rates and model.replay_buffer.beta == 1.0
-        assert max(float((1 / rates).max()) for rates in model._selection_rates) > 1
+    alpha = 0.0 if actor_critic else 1.0
+    model = spec.cls("MlpPolicy", spec.env_id, **spec.parent_kwargs(seed=0))  # a copy: SB3 writes into policy_kwargs
+    assert (model.contribution, model.candidate_pool, model.alpha) == ("laber", 4, alpha)
+    draws = learn(model, 3 * spec.kwargs["buffer_size"] // 5 + 100)
+    assert model.extractor is None and model.replay_buffer.tree is None
+    assert draws and all((draw.candidates is None) == actor_critic for draw in draws)
+    if actor_critic:  # SB3's uniform draws, IS weights 1
+        assert all(np.all(draw.batch.raw_weights == 1.0) for draw in draws)
+    else:  # LaBER: the IS weights mean(p) / p_i (above 1 for rare picks)
+        assert model.replay_buffer.beta == 1.0
+        assert max(float((1 / draw.rates).max()) for draw in draws) > 1
     model.save(tmp_path / "model")
     loaded = spec.cls.load(tmp_path / "model.zip", device="cpu")
-    assert (loaded.contribution, loaded.candidate_pool, loaded.alpha) == (contribution, pool, alpha)
-    for key, value in model.extractor.state_dict().items():
-        assert th.equal(loaded.extractor.state_dict()[key], value), key
+    assert (loaded.contribution, loaded.candidate_pool, loaded.alpha) == ("laber", 4, alpha)
+    assert loaded.extractor is None
 
 
 def test_replay_buffer_round_trip_and_resume(saved):
@@ -168,8 +162,9 @@ def test_replay_buffer_round_trip_and_resume(saved):
     np.testing.assert_array_equal(restored.actions, original.actions)
     np.testing.assert_array_equal(restored.terminals, original.terminals)
     np.testing.assert_array_equal(restored.task_ids, original.task_ids)
+    assert (restored.tree is None) == (original.tree is None)  # a tree travels only where the draws read one
     for buffer in (original, restored):
-        buffer.sample_weighted(1)  # apply lazily pending initial scores
+        buffer.sample_weighted(1)  # builds the tree from the stored scores, or applies pending initial scores
     np.testing.assert_array_equal(restored.scores, original.scores)
     np.testing.assert_array_equal(restored.tree.nodes, original.tree.nodes)
     np.random.seed(5)
@@ -291,7 +286,7 @@ def test_trains_with_her(name, route):
     SB3's HerReplayBuffer stands for the weighted HER buffer of the algorithm's kind; that buffer
     can also be passed directly, with SB3's HER arguments. CrossQ with this package's MultiInputPolicy.
     """
-    her_class = SPECS[name].cls.her_buffer_class
+    her_class = ComplementaryHerReplayBuffer if SPECS[name].complementary else PrioritizedHerReplayBuffer
     model = her_model(
         name,
         replay_buffer_class=HerReplayBuffer if route == "sb3-class" else her_class,
@@ -301,8 +296,7 @@ def test_trains_with_her(name, route):
     buffer = model.replay_buffer
     assert isinstance(buffer, HerReplayBuffer) and type(buffer) is her_class
     assert buffer.her_ratio == pytest.approx(2 / 3) and buffer.goal_selection_strategy.name == "FINAL"
-    buffer.sample_weighted(1)  # new rows get their priority lazily (a pool of |TD| never reads the tree)
-    assert model._n_updates > 0 and buffer.tree.total > 0
+    assert model._n_updates > 0
     if not SPECS[name].complementary:  # PER's feedback (update_scores) reached the stored transitions' scores
         assert buffer.scores[buffer.valid_indices()].std() > 0
 
@@ -374,7 +368,8 @@ def test_everything_is_exported():
 def test_dict_observations_with_multi_input_policy_learn():
     """MultiInputPolicy on a Dict env goes through the Dict buffer for an actor-critic too."""
     spec = SPECS["ComplementarySAC"]
-    model = spec.cls("MultiInputPolicy", BitFlippingEnv(n_bits=4, continuous=True, max_steps=20), **spec.model_kwargs())
+    env = BitFlippingEnv(n_bits=4, continuous=True, max_steps=20)
+    model = spec.cls("MultiInputPolicy", env, **spec.model_kwargs(contribution="density_ratio", alpha=1.0))
     model.learn(250)
     assert model._n_updates > 0 and np.isfinite(model.extractor_auc)  # the classifier fits on the flattened Dict
 

@@ -1,5 +1,6 @@
 """The project's own text: it cites only its own files, and its quoted figures are the measured ones."""
 
+import inspect
 import json
 import os
 import re
@@ -8,7 +9,6 @@ import sys
 from pathlib import Path
 
 import sb3_complementary
-from sb3_complementary.common.actor_critic_defaults import ActorCriticComplementaryMixin
 
 ROOT = Path(__file__).parents[1]
 #: Files outside the repository that older docs used to cite.
@@ -43,8 +43,8 @@ def test_algorithm_docstrings_say_what_the_default_does():
         if isinstance(obj, type) and name.startswith("Complementary") and hasattr(obj, "learn"):
             doc = obj.__doc__ or ""
             assert "demonstrably" not in doc, f"{name} claims more than its default does"
-            if issubclass(obj, ActorCriticComplementaryMixin):  # uniform draws by default
-                says_default = 'contribution="density_ratio"' in doc and "``alpha=0``" in doc and "uniform" in doc
+            if inspect.signature(obj).parameters["alpha"].default == 0:  # the actor-critic classes: uniform draws
+                says_default = "``alpha=0``" in doc and "uniform" in doc and "bit for bit" in doc
             else:
                 says_default = 'contribution="laber"' in doc and "|TD|" in doc and "LaBER" in doc
             assert says_default, f"{name} does not say what its default learns"

@@ -34,7 +34,9 @@ def test_fresh_td_selects_by_the_td_measured_now_without_is_weights(monkeypatch)
     share = np.mean([i in high for i in batch.indices])
     assert share > 0.6
     np.testing.assert_allclose(batch.weights.numpy(), 1.0)  # beta 0: no IS undo
-    assert np.isnan(model.fit_extractor())  # nothing to fit
+    assert model.extractor is None  # nothing to fit
+    with pytest.raises(ValueError, match="no extractor"):
+        model.fit_extractor()
 
 
 def test_fresh_td_needs_a_candidate_pool():

@@ -32,7 +32,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ConvertCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.save_util import load_from_pkl, save_to_pkl
 from stable_baselines3.common.type_aliases import MaybeCallback
@@ -278,9 +278,10 @@ class WeightedAlgorithm(OffPolicyAlgorithm):
         """The buffer SB3's ``_setup_model`` would build, with the replay knobs (and n-step returns) added."""
         assert self.replay_buffer_class is not None
         kwargs = dict(self.replay_buffer_kwargs)
-        if self.n_steps > 1:
-            kwargs = {"n_steps": self.n_steps, "gamma": self.gamma, **kwargs}
-        if issubclass(self.replay_buffer_class, HerReplayBuffer):
+        her = issubclass(self.replay_buffer_class, HerReplayBuffer)
+        if self.n_steps > 1:  # a HER buffer refuses n_steps itself: it replays 1-step transitions
+            kwargs = {"n_steps": self.n_steps, **({} if her else {"gamma": self.gamma}), **kwargs}
+        if her:
             assert self.env is not None, "You must pass an environment when using `HerReplayBuffer`"
             kwargs["env"] = self.env
         buffer = self.replay_buffer_class(
@@ -336,8 +337,8 @@ class WeightedAlgorithm(OffPolicyAlgorithm):
                 callbacks = list(callback.callbacks)
             elif isinstance(callback, BaseCallback):
                 callbacks = [callback]
-            else:  # SB3's own error for what it cannot take
-                return super()._init_callback(callback, progress_bar)
+            else:  # a function, as SB3 converts it
+                callbacks = [ConvertCallback(callback)]
             if not any(isinstance(c, ExtractorTrainingCallback) for c in callbacks):
                 callbacks.append(ExtractorTrainingCallback())
             callback = callbacks
