@@ -10,18 +10,21 @@ import numpy as np
 import pytest
 from stable_baselines3 import DQN
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.buffers import NStepReplayBuffer, ReplayBuffer
+from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
+from stable_baselines3.common.envs import BitFlippingEnv
+from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.her import HerReplayBuffer
 
 import sb3_complementary
 from sb3_complementary import (
     ComplementaryDictReplayBuffer,
     ComplementaryDQN,
+    ComplementaryHerReplayBuffer,
     ComplementaryReplayBuffer,
     ComplementarySAC,
     PrioritizedDQN,
 )
-from sb3_complementary.common.prioritized_mixin import PrioritizedMixin
-from sb3_complementary.common.replay_algorithm import ComplementaryMixin
+from sb3_complementary.common.weighted_algorithm import WeightedAlgorithm
 from tests.conftest import TINY_DQN, TINY_EXTRACTOR, fill_buffer
 
 #: Every public algorithm class of the package.
@@ -29,8 +32,21 @@ ALGORITHM_CLASSES = [
     getattr(sb3_complementary, name)
     for name in sb3_complementary.__all__
     if isinstance(getattr(sb3_complementary, name), type)
-    and issubclass(getattr(sb3_complementary, name), (ComplementaryMixin, PrioritizedMixin))
+    and issubclass(getattr(sb3_complementary, name), WeightedAlgorithm)
 ]
+#: The keyword-only knobs each kind of class adds to its parent's parameters.
+COMPLEMENTARY_KNOBS = {
+    "contribution",
+    "alpha",
+    "epsilon",
+    "uniform_fraction",
+    "score_floor",
+    "candidate_pool",
+    "extractor_kwargs",
+}
+PRIORITIZED_KNOBS = {"alpha", "beta", "epsilon", "uniform_fraction", "score_floor"}
+#: Parents whose classes choose the actor's batch (the actor-critics).
+VALUE_BASED_PARENTS = {"DQN", "QRDQN"}
 
 
 @pytest.fixture
@@ -107,17 +123,30 @@ def test_actor_critic_tensorboard_name_too(tb_log_names):
     assert tb_log_names == ["ComplementarySAC"]
 
 
+def test_every_public_algorithm_class_is_listed():
+    """The check below runs over something: every Complementary and Prioritized class of ``__all__``."""
+    names = {cls.__name__ for cls in ALGORITHM_CLASSES}
+    assert len(names) == 11 and {"ComplementaryDQN", "PrioritizedSAC", "ComplementaryCrossQ"} <= names
+
+
 @pytest.mark.parametrize("cls", ALGORITHM_CLASSES, ids=lambda c: c.__name__)
 def test_constructor_signature_shows_the_parent_parameters_then_the_knobs(cls):
+    """An explicit constructor: the parent's parameters in its order with its defaults, then the keyword-only knobs."""
     parent = next(c for c in cls.__mro__ if c.__module__.startswith(("stable_baselines3", "sb3_contrib")))
-    shown = inspect.signature(cls).parameters
-    inherited = [name for name in inspect.signature(parent.__init__).parameters if name != "self"]
-    assert list(shown)[: len(inherited) - 1] == [n for n in inherited if n != "_init_setup_model"]
-    mixin = ComplementaryMixin if issubclass(cls, ComplementaryMixin) else PrioritizedMixin
-    knobs = [p.name for p in inspect.signature(mixin.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    assert set(knobs) <= set(shown)
+    assert "__signature__" not in cls.__dict__, "a synthesised signature"
+    shown = inspect.signature(cls.__init__).parameters
+    inherited = inspect.signature(parent.__init__).parameters
+    assert list(shown)[: len(inherited)] == list(inherited)
+    for name, parameter in inherited.items():
+        assert shown[name].default == parameter.default, (
+            f"{name}: {shown[name].default!r} != SB3's {parameter.default!r}"
+        )
+    knobs = set(list(shown)[len(inherited) :])
+    expected = COMPLEMENTARY_KNOBS if cls.__name__.startswith("Complementary") else PRIORITIZED_KNOBS
+    expected = expected | ({"actor_batch"} if parent.__name__ not in VALUE_BASED_PARENTS else set())
+    assert knobs == expected
     assert all(shown[k].kind is inspect.Parameter.KEYWORD_ONLY for k in knobs)
-    assert "args" not in shown and "kwargs" not in shown
+    assert not [p for p in shown.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     inspect.signature(cls).bind("MlpPolicy", "CartPole-v1", learning_starts=10, alpha=0.5)  # as a user calls it
 
 
@@ -164,8 +193,35 @@ def test_n_step_replay_is_an_sb3_nstep_buffer_and_sb3_does_not_warn(cls):
     model.learn(40)
 
 
+def _positional(cls: type) -> list[str]:
+    return [n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+
+
+@pytest.mark.parametrize(
+    ("ours", "sb3"),
+    [(ComplementaryReplayBuffer, ReplayBuffer), (ComplementaryDictReplayBuffer, DictReplayBuffer),
+     (ComplementaryHerReplayBuffer, HerReplayBuffer)],
+    ids=lambda c: c.__name__,
+)  # fmt: skip
+def test_buffers_take_sb3s_parameters_in_sb3s_order(ours, sb3):
+    """Explicit constructors (no synthesised signature) that start with SB3's own parameters, in its order."""
+    assert "__signature__" not in ours.__dict__
+    theirs = _positional(sb3)
+    assert _positional(ours)[: len(theirs)] == theirs
+
+
 def test_dict_buffer_takes_sb3s_positional_parameters():
     space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,)), "b": gym.spaces.Box(-1, 1, (3,))})
     buffer = ComplementaryDictReplayBuffer(32, space, gym.spaces.Discrete(2), "cpu", 2, False, False, alpha=0.5)
     assert (buffer.n_envs, buffer.handle_timeout_termination, buffer.alpha) == (2, False, 0.5)
-    assert inspect.signature(ComplementaryDictReplayBuffer) == inspect.signature(ComplementaryReplayBuffer)
+
+
+def test_the_her_buffer_takes_its_knobs_and_n_steps_1_only():
+    env = DummyVecEnv([lambda: BitFlippingEnv(n_bits=4, continuous=False, max_steps=4)])
+    space, actions = env.observation_space, env.action_space
+    knobs = {"alpha": 0.5, "beta": 0.7, "epsilon": 1e-4, "uniform_fraction": 0.25, "score_floor": 0.01}
+    buffer = ComplementaryHerReplayBuffer(64, space, actions, env, device="cpu", n_steps=1, **knobs)
+    assert {k: getattr(buffer, k) for k in knobs} == knobs
+    assert buffer.n_steps == 1
+    with pytest.raises(ValueError, match="n_steps=3"):
+        ComplementaryHerReplayBuffer(64, space, actions, env, device="cpu", n_steps=3)
