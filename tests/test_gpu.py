@@ -1,7 +1,8 @@
 """
 ``device="cuda"`` end to end, for every class at its defaults and every Complementary class in the
-density ratio: training (the candidate pool's |TD|, the extractor, the IS weights on the GPU), save/load across devices both ways, the replay buffer across devices,
-and the export of a CUDA-trained model. The tests marked ``gpu`` skip without CUDA
+density ratio: training (the candidate pool's |TD|, the extractor, the IS weights on the GPU),
+save/load across devices both ways, the replay buffer across devices, and the export of a
+CUDA-trained model. The tests marked ``gpu`` skip without CUDA
 (``benchmarks/gpu_check.sh`` runs them on a GPU machine); the fallback test runs everywhere.
 """
 
@@ -38,7 +39,10 @@ CASE_IDS = [f"{name}-{'density' if density else 'default'}" for name, density in
 
 
 def make(name: str, device: str, density: bool = False, **overrides: Any) -> Any:
-    """``name`` at its defaults (or, with ``density``, in the density ratio, whose extractor fits within :data:`STEPS`), tiny."""
+    """
+    ``name`` at its defaults, tiny (with ``density``: in the density ratio, whose extractor fits
+    within :data:`STEPS`).
+    """
     cls, env_id, settings = CLASSES[name]
     extra: dict[str, Any] = {}
     if density:
@@ -89,7 +93,9 @@ def test_cuda_without_cuda_resolves_as_sb3(name: str, density: bool) -> None:
     """``device="cuda"`` means what SB3's ``get_device("cuda")`` says: the CPU where CUDA is absent."""
     expected = get_device("cuda")
     model = make(name, "cuda", density)
-    assert (model.__dict__.get("extractor") is not None) == density, "an extractor exactly where the ratio is drawn from"
+    assert (model.__dict__.get("extractor") is not None) == density, (
+        "an extractor exactly where the ratio is drawn from"
+    )
     settings = {**CLASSES[name][2], "device": "cuda", "policy_kwargs": dict(CLASSES[name][2]["policy_kwargs"])}
     parent = sb3_parent(type(model))("MlpPolicy", model.get_env(), **settings)
     assert model.device == parent.device == expected

@@ -1,4 +1,4 @@
-"""Copying a plain SB3 buffer: the vectorised ``ComplementaryReplayBuffer.load_rows()`` records exactly what adding the rows one by one does."""
+"""Copying a plain SB3 buffer: the vectorised ``load_rows()`` records exactly what adding the rows one by one does."""
 
 from typing import Any
 

@@ -15,7 +15,7 @@ SETTINGS = {"train_freq": 300, "refresh_interval": 300, "fast_memory": 200}
 
 
 class AskEverything(BaseCallback):
-    """At every env step, every query a user or a logger may make, plus (with an extractor) a held-out AUC on ``rng``."""
+    """At every env step, every query a user or a logger may make, and (with an extractor) a held-out AUC on ``rng``."""
 
     def __init__(self, rng_of: Any) -> None:
         super().__init__()
@@ -55,7 +55,9 @@ def _train(callback: BaseCallback | None, **replay: Any) -> tuple[list[th.Tensor
 def test_queries_leave_training_bit_for_bit(replay: dict[str, Any]) -> None:
     """Nor do they build the sum tree where the draws never read it (the pool configurations)."""
     params, scores, tree = _train(None, **replay)
-    asked_params, asked_scores, asked_tree = _train(AskEverything(lambda model: getattr(model, "auc_rng", None)), **replay)
+    asked_params, asked_scores, asked_tree = _train(
+        AskEverything(lambda model: getattr(model, "auc_rng", None)), **replay
+    )
     for a, b in zip(params, asked_params, strict=True):
         assert th.equal(a, b)
     np.testing.assert_array_equal(scores, asked_scores)

@@ -1,4 +1,4 @@
-"""save/load and save_replay_buffer/load_replay_buffer carry everything; saving is atomic; plain SB3 buffers are copied."""
+"""save/load and save_replay_buffer/load_replay_buffer carry everything; saving is atomic; SB3 buffers are copied."""
 
 import pickle
 

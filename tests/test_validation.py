@@ -186,9 +186,10 @@ def test_alpha_auto_is_gone(cls):
 
 
 def test_the_extractor_training_callback_is_public():
-    """The extractor's schedule runs from a public SB3 callback (tests/test_dqn_dropin.py checks that learn() adds it)."""
-    import sb3_complementary
+    """The extractor's schedule runs from a public SB3 callback (tests/test_dqn_dropin.py: learn() adds it)."""
     from stable_baselines3.common.callbacks import BaseCallback
+
+    import sb3_complementary
 
     assert "ExtractorTrainingCallback" in sb3_complementary.__all__
     assert issubclass(sb3_complementary.ExtractorTrainingCallback, BaseCallback)
