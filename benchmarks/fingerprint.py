@@ -29,6 +29,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import sb3_contrib
+import stable_baselines3 as sb3
 import torch as th
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.logger import Logger
@@ -108,6 +110,19 @@ CONFIGS: dict[str, tuple[str, str, int, dict[str, Any]]] = {
     ),
     "crossq_default": ("ComplementaryCrossQ", "Pendulum-v1", 3000, AC_BASE),
     "per_sac": ("PrioritizedSAC", "Pendulum-v1", 3000, AC_BASE),
+    # The parents: ``alpha=0`` (the control, and the actor-critic classes' default) draws as they do, so the
+    # ``policy`` and ``losses`` hashes of dqn_alpha0 and of each ``*_default`` actor-critic equal their parent's.
+    "dqn_parent": ("DQN", "CartPole-v1", 5000, DQN_BASE),
+    "sac_parent": ("SAC", "Pendulum-v1", 3000, AC_BASE),
+    "td3_parent": ("TD3", "Pendulum-v1", 3000, AC_BASE),
+    "ddpg_parent": ("DDPG", "Pendulum-v1", 3000, AC_BASE),
+    "tqc_parent": (
+        "TQC",
+        "Pendulum-v1",
+        3000,
+        {**AC_BASE, "policy_kwargs": {"net_arch": [32, 32], "n_quantiles": 5, "n_critics": 2}},
+    ),
+    "crossq_parent": ("CrossQ", "Pendulum-v1", 3000, AC_BASE),
 }
 
 
@@ -134,7 +149,7 @@ def run(name: str, seed: int = 0) -> dict[str, Any]:
     """Train configuration ``name`` and hash what it ends with."""
     cls_name, env_id, steps, kwargs = CONFIGS[name]
     th.set_num_threads(1)
-    cls = getattr(sb3c, cls_name)
+    cls = next(getattr(module, cls_name) for module in (sb3c, sb3, sb3_contrib) if hasattr(module, cls_name))
     policy = "MultiInputPolicy" if env_id.startswith("BitFlipping") else "MlpPolicy"
     # SB3 writes into the dicts it is given (policy_kwargs): never share them between runs.
     model = cls(policy, _make_env(env_id), seed=seed, device="cpu", **copy.deepcopy(kwargs))
@@ -152,7 +167,7 @@ def run(name: str, seed: int = 0) -> dict[str, Any]:
     start = time.perf_counter()
     model.learn(steps)
     policy_hash = _hash_arrays(_state_arrays(model.policy))
-    scores_hash = _hash_arrays([np.asarray(model.replay_buffer.scores)])
+    scores_hash = _hash_arrays([np.asarray(getattr(model.replay_buffer, "scores", np.zeros(0)))])  # none: a parent
     losses_hash = _hash_arrays([np.asarray(losses, dtype=np.float64)])
     extractor = getattr(model, "extractor", None)
     return {

@@ -125,7 +125,7 @@ def test_learn_adds_the_extractor_callback_beside_the_users_own(wrap: object) ->
 
 
 def test_a_callback_the_user_passes_sets_the_schedule() -> None:
-    """The twin: an explicit ExtractorTrainingCallback replaces the default one (here: never fit, re-score every 100)."""
+    """The twin: an explicit ExtractorTrainingCallback replaces the default one (never fit; re-score every 100)."""
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", **SMALL, **RATIO)
     model.learn(500, callback=[Recorder(), ExtractorTrainingCallback(train_freq=10**9, refresh_interval=100)])
     assert model.last_fit_step == 0 and model.last_refresh_step == 500
@@ -136,7 +136,7 @@ def test_the_callback_refuses_a_model_without_an_extractor() -> None:
     model = ComplementaryDQN("MlpPolicy", "CartPole-v1", **SMALL)
     with pytest.raises(ValueError, match="density_ratio"):
         model.learn(200, callback=ExtractorTrainingCallback())
-    with pytest.raises(ValueError, match="fit_extractor.*contribution='laber'"):
+    with pytest.raises(ValueError, match=r"fit_extractor.*contribution='laber'"):
         model.fit_extractor()
 
 

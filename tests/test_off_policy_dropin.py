@@ -32,7 +32,8 @@ def learn(model, steps=STEPS):
 def check_learned(model, draws, steps=STEPS):
     """
     It ran, trained, kept a healthy tree where its draws read one (and none where they do not), (the
-    density ratio) fitted the extractor, and predicts valid actions; and what a broken replay would fail (:func:`~tests.replay_checks.check_replay`): the
+    density ratio) fitted the extractor, and predicts valid actions; and what a broken replay would
+    fail (:func:`~tests.replay_checks.check_replay`): the
     gradient steps the configuration asks for, each on a drawn batch, spread over the buffer, with IS
     weights as the selection implies.
     """

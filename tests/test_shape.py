@@ -8,7 +8,6 @@ import ast
 import inspect
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sb3_contrib import QRDQN, TQC, CrossQ
@@ -147,11 +146,12 @@ def test_the_mro_count_can_fail() -> None:
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_the_constructor_is_written_out(name: str) -> None:
-    """``inspect.signature`` shows the parent's parameters because the constructor lists them, not a synthesised ``__signature__``."""
+    """``inspect.signature`` shows the parent's parameters: the constructor lists them (no synthesised signature)."""
     cls = getattr(sb3c, name)
     assert "__signature__" not in vars(cls)
     written = list(inspect.signature(cls.__init__).parameters)[1:]
-    assert written[: len(inspect.signature(CLASSES[name]).parameters)] == list(inspect.signature(CLASSES[name]).parameters)
+    parents = list(inspect.signature(CLASSES[name]).parameters)
+    assert written[: len(parents)] == parents
 
 
 #: A hexadecimal word of 7 to 40 characters with a digit and a letter: a commit hash.

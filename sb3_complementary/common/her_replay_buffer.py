@@ -14,7 +14,7 @@ from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy
 from sb3_complementary.common.buffers import ComplementaryReplayBuffer
 
 
-class ComplementaryHerReplayBuffer(ComplementaryReplayBuffer, HerReplayBuffer):  # type: ignore[misc]
+class ComplementaryHerReplayBuffer(ComplementaryReplayBuffer, HerReplayBuffer):
     """
     SB3's ``HerReplayBuffer`` (same constructor, goal strategies, ``copy_info_dict``, ``n_envs``,
     save/load with the env re-attached) whose draws follow the scores of a

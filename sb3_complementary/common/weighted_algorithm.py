@@ -607,7 +607,7 @@ class WeightedAlgorithm(OffPolicyAlgorithm):
         return state_dicts, variables
 
     @classmethod
-    def load(cls, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def load(cls, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> Any:
         """
         SB3's ``load``, after checking that ``path`` is a whole save file of this format: a
         truncated or corrupted file, or a zip saved by sb3-complementary 0.1.x (before the save
@@ -619,7 +619,7 @@ class WeightedAlgorithm(OffPolicyAlgorithm):
                 _check_format(target)
         return super().load(path, *args, **kwargs)
 
-    def save(self, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def save(self, path: str | pathlib.Path | io.BufferedIOBase, *args: Any, **kwargs: Any) -> None:
         """SB3 ``save``, written to a temporary file then renamed, so a crash never leaves a half-written zip."""
         if isinstance(path, io.BufferedIOBase):
             super().save(path, *args, **kwargs)
