@@ -15,8 +15,9 @@ from sb3_complementary.crossq.weighted_crossq import WeightedCrossQ
 
 class ComplementaryCrossQ(WeightedCrossQ):
     """
-    CrossQ with Complementary replay. By default (``alpha=0``) it draws uniformly and its update is
-    sb3-contrib's ``CrossQ``'s, bit for bit: no selection screened with SAC beat uniform draws (docs/results.md).
+    CrossQ with Complementary replay. By default (``alpha=0``) it draws uniformly, as its parent does, and its
+    update is sb3-contrib's ``CrossQ``'s own, bit for bit: no extractor, no sum tree, no ``|TD|`` (why this default:
+    docs/algorithms/actor_critic.md).
     ``alpha=1.0`` selects each batch as ``ComplementaryDQN`` does by default (LaBER: a uniform pool of
     ``candidate_pool`` batches, down-sampled in proportion to its fresh ``|TD|``, with IS weights that
     keep a uniform batch's gradient); ``contribution="density_ratio"`` multiplies that ``|TD|`` by the

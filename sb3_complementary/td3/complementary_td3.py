@@ -14,8 +14,9 @@ from sb3_complementary.td3.weighted_td3 import WeightedTD3
 
 class ComplementaryTD3(WeightedTD3):
     """
-    TD3 with Complementary replay. By default (``alpha=0``) it draws uniformly and its update is
-    SB3's ``TD3``'s, bit for bit: no selection screened with SAC beat uniform draws (docs/results.md).
+    TD3 with Complementary replay. By default (``alpha=0``) it draws uniformly, as its parent does, and its
+    update is SB3's ``TD3``'s own, bit for bit: no extractor, no sum tree, no ``|TD|`` (why this default:
+    docs/algorithms/actor_critic.md).
     ``alpha=1.0`` selects each batch as ``ComplementaryDQN`` does by default (LaBER: a uniform pool of
     ``candidate_pool`` batches, down-sampled in proportion to its fresh ``|TD|``, with IS weights that
     keep a uniform batch's gradient); ``contribution="density_ratio"`` multiplies that ``|TD|`` by the
