@@ -1,22 +1,20 @@
 """
-SB3 callbacks with ComplementaryDQN: EvalCallback and CheckpointCallback, and a schedule of its own.
+SB3 callbacks with ComplementaryDQN: EvalCallback and CheckpointCallback, and the extractor's own schedule.
 
     python examples/callbacks.py                   # CartPole-v1, 20k steps, about a minute on 2 cores
     python examples/callbacks.py --extractor-every 250
 
-The model here is the density-ratio configuration (``contribution="density_ratio"`` with the other
-knobs of the default 2026-12-06 to 2026-12-07), passed explicitly: the default since 2026-12-07,
-LaBER, fits no extractor, so there would be nothing for the callback to fit.
+The model here is the density-ratio configuration (``contribution="density_ratio"`` with the knobs
+of :data:`DENSITY_RATIO`), passed explicitly: the default, LaBER, builds no extractor.
 
-No callback is needed for the replay: the model fits its experience extractor every
-``extractor_kwargs["train_freq"]`` env steps and re-scores the buffer every
-``extractor_kwargs["refresh_interval"]`` (at the end of a rollout), whatever callbacks you pass.
-To change the schedule, pass ``extractor_kwargs``; ``fit_extractor()`` and ``refresh_scores()`` are
-public, so a callback may also call them itself (``--extractor-every`` shows one that does).
+``learn()`` adds an ``ExtractorTrainingCallback`` with the schedule of ``extractor_kwargs`` (fit every
+``train_freq`` env steps, re-score the buffer every ``refresh_interval``, at the end of a rollout),
+beside whatever callbacks you pass. To run the schedule another way, pass your own
+``ExtractorTrainingCallback`` (``--extractor-every`` does): it replaces the default one.
 
-Checkpoints are complete models: ``ComplementaryDQN.load`` restores the extractor and its optimizer
-too. Replay buffers are only saved when asked (``save_replay_buffer=True``): they also carry the
-transition scores.
+Checkpoints are complete models: ``ComplementaryDQN.load`` restores the extractor, its optimizer and
+its schedule. Replay buffers are only saved when asked (``save_replay_buffer=True``): they also carry
+the transition scores.
 """
 
 import argparse
@@ -29,40 +27,14 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
 from stable_baselines3.common.monitor import Monitor
 
-from sb3_complementary import ComplementaryDQN
+from sb3_complementary import ComplementaryDQN, ExtractorTrainingCallback
 
 # The same rl-zoo3 CartPole-v1 entry as the quickstart (run from examples/ or the repo root).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quickstart import ZOO_CARTPOLE as CARTPOLE
 
-#: The density-ratio configuration (the default 2026-12-06 to 2026-12-07): the knobs that differ from LaBER's.
+#: The density-ratio configuration: the knobs that differ from LaBER's.
 DENSITY_RATIO = dict(contribution="density_ratio", epsilon=1e-3, uniform_fraction=0.25, score_floor=0.01)
-
-
-class RescoreEvery(BaseCallback):
-    """
-    Fit the extractor and re-score the buffer every ``every`` env steps, on top of the model's own schedule.
-
-    A callback only calls the model's public methods: the model owns the extractor and its state.
-
-    :param every: Env steps between two fits.
-    """
-
-    def __init__(self, every: int, verbose: int = 0) -> None:
-        super().__init__(verbose)
-        self.every = every
-        self.last = 0
-
-    def _on_rollout_end(self) -> None:
-        if self.num_timesteps - self.last >= self.every:
-            self.last = self.num_timesteps
-            loss = self.model.fit_extractor()  # type: ignore[attr-defined]
-            self.model.refresh_scores()  # type: ignore[attr-defined]
-            if self.verbose:
-                print(f"step {self.num_timesteps}: extractor loss {loss:.4f}")
-
-    def _on_step(self) -> bool:
-        return True
 
 
 def main() -> None:
@@ -90,11 +62,11 @@ def main() -> None:
         name_prefix="cdqn",
         save_replay_buffer=True,
     )
-    callbacks = [eval_callback, checkpoint_callback]
-    if args.extractor_every:
-        # Fit the extractor more often than the model's schedule (extractor_kwargs["train_freq"], 500).
-        callbacks.append(RescoreEvery(args.extractor_every, verbose=1))
-    model.learn(args.steps, callback=callbacks)  # the model fits and re-scores on its own schedule too
+    callbacks: list[BaseCallback] = [eval_callback, checkpoint_callback]
+    if args.extractor_every:  # another schedule than extractor_kwargs' (fit every 500, re-score every 1,000)
+        every = args.extractor_every
+        callbacks.append(ExtractorTrainingCallback(train_freq=every, refresh_interval=every, verbose=1))
+    model.learn(args.steps, callback=callbacks)  # without one of yours, learn() adds the default schedule
 
     evaluations = np.load(args.out / "eval" / "evaluations.npz")
     returns = {int(t): float(r.mean()) for t, r in zip(evaluations["timesteps"], evaluations["results"], strict=True)}

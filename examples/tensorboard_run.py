@@ -6,19 +6,17 @@ TensorBoard: what the replay logs under ``complementary/``, from two short real 
 
 Two ComplementaryDQN runs with rl-zoo3's CartPole-v1 hyperparameters and the same seed:
 
-- ``default``: the default since 2026-12-07, LaBER (fresh ``|TD|`` on a candidate pool of 4,
-  down-sampled in proportion, with LaBER's IS weights). It fits no extractor, so it logs the draws
-  (``ess_fraction``, the weight range, the IS weights with ``beta`` 1) but no extractor loss, and
-  its ``roc_auc`` stays NaN.
+- ``default``: LaBER (fresh ``|TD|`` on a candidate pool of 4, down-sampled in proportion, with
+  LaBER's IS weights). It builds no extractor, so it logs only its IS weights (with ``beta`` 1).
 - ``density_ratio``: the density ratio drawing from the sum tree without a pool (a classifier of
   the freshest transitions against the whole buffer, which moves the draws and logs its held-out
   ROC AUC and loss). The default fits no extractor, so this run passes
   ``contribution="density_ratio"`` explicitly, with the other knobs of the density-ratio
-  configuration (the default 2026-12-06 to 2026-12-07).
+  configuration; its re-scores log the replay's diagnostics (``ess_fraction``, the weight range,
+  the scores by age quartile).
 
-The figure of ``docs/tensorboard.md`` was made at commit 8cac570 with the ``td`` signal in place of
-the default run (the ``td`` signal and ``initial_score="max"`` are removed since): check out that
-commit to make it again.
+The figure of ``docs/tensorboard.md`` was made by an earlier version of the package, with a signal
+that is removed since (docs/changelog.md).
 """
 
 import argparse
