@@ -194,18 +194,20 @@ def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
     before = _state(model)
     model._current_td_abs(data)
     _assert_same_state(before, _state(model))
-    # The train step draws more than the target (SAC's actor loss, TD3's delay): pin the target's draws
-    # (CrossQ's hook does not call _td_target: its next actions are the step's first draws).
-    original_target = model._td_target
+    # The train step draws more than the target (SAC's actor loss): pin every draw of the actor's to one
+    # seed, and start the measurement and the step from the same torch state (TD3's smoothing noise).
+    if hasattr(getattr(model, "actor", None), "action_log_prob"):
+        original_log_prob = model.actor.action_log_prob
 
-    def seeded_target(data, *args, **kwargs):
-        with th.random.fork_rng():
-            th.manual_seed(123)
-            return original_target(data, *args, **kwargs)
+        def seeded_log_prob(*args, **kwargs):
+            with th.random.fork_rng():
+                th.manual_seed(123)
+                return original_log_prob(*args, **kwargs)
 
-    monkeypatch.setattr(model, "_td_target", seeded_target)
+        monkeypatch.setattr(model.actor, "action_log_prob", seeded_log_prob)
     monkeypatch.setattr(model.replay_buffer, "sample_weighted", fixed_batch(model, np.ones(n)))
     monkeypatch.setattr(model, "_draw_batch", lambda batch_size: model.replay_buffer.sample_weighted(batch_size))
+    th.manual_seed(7)
     measured = model._current_td_abs(model.replay_buffer.sample_weighted(n).samples)
     fed_back = []
     monkeypatch.setattr(  # the step's own |TD|, from the estimate it trained and its target
@@ -213,6 +215,7 @@ def test_current_td_abs_is_what_the_train_step_feeds_back(name, monkeypatch):
         "_replay_feedback",
         lambda batch, current, target: fed_back.append(model._td_abs(current.detach(), target).numpy().reshape(-1)),
     )
+    th.manual_seed(7)
     model.train(gradient_steps=1, batch_size=n)
     assert measured.shape == (n,)
     np.testing.assert_array_equal(measured, fed_back[0])
