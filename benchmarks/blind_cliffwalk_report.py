@@ -15,7 +15,7 @@ import numpy as np
 
 #: Contenders in table order; the diagnostics come after, in their own table.
 ORDER = ("dqn", "per", "laber", "fresh_td", "density_ratio")
-DIAGNOSTIC_ORDER = ("per_td_init", "per_beta0")
+DIAGNOSTIC_ORDER = ("per_td_init", "per_beta0", "per_fresh")
 REGIME_TITLES = {"paper": "Paper regime (batch 1)", "dqn": "DQN regime (batch 32)"}
 STYLE = {
     "dqn": ("black", "o", "-"),
@@ -25,6 +25,7 @@ STYLE = {
     "density_ratio": ("tab:red", "D", "-"),
     "per_td_init": ("tab:blue", "x", ":"),
     "per_beta0": ("tab:purple", "+", ":"),
+    "per_fresh": ("tab:cyan", "*", ":"),
 }
 
 
@@ -198,9 +199,7 @@ def write_report(runs: list[dict[str, Any]], page: Path, plot_path: Path, runs_d
     ]
     for regime in regimes:
         lines += [f"### {REGIME_TITLES[regime]}", ""]
-        header = "| contender | " + " | ".join(f"n={n}" for n in ns) + " | " + " | ".join(
-            f"× DQN n={n}" for n in ns
-        )
+        header = "| contender | " + " | ".join(f"n={n}" for n in ns) + " | " + " | ".join(f"× DQN n={n}" for n in ns)
         lines += [header + " | growth per state |", "|" + "---|" * (1 + 2 * len(ns) + 1)]
         for contender in (*ORDER, *DIAGNOSTIC_ORDER):
             if not any((contender, regime, n) in groups for n in ns):
@@ -217,9 +216,7 @@ def write_report(runs: list[dict[str, Any]], page: Path, plot_path: Path, runs_d
             ]
             growth = growth_per_state(groups, contender, regime, ns)
             name = f"`{contender}`" + (" (diagnostic)" if contender in DIAGNOSTIC_ORDER else "")
-            lines.append(
-                f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {_fmt(growth)} |"
-            )
+            lines.append(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {_fmt(growth)} |")
         lines.append("")
     lines += [
         "## Does the replay find the rewarding transition?",

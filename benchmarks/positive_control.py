@@ -50,7 +50,9 @@ Contenders: ``dqn`` (SB3's DQN, uniform), ``per`` (PrioritizedDQN), ``laber`` (C
 default), ``fresh_td`` and ``density_ratio`` (ComplementaryDQN's contributions). Two diagnostic
 variants of PER, for why it does what it does (not contenders): ``per_td_init`` (the prefill's
 priorities set to its |TD| under the initial Q instead of PER's "new transitions at the maximum
-priority") and ``per_beta0`` (IS exponent 0 throughout: no IS weights, as the paper's Figure 2).
+priority"), ``per_beta0`` (IS exponent 0 throughout: no IS weights) and ``per_fresh`` (every
+stored transition's priority set to its |TD| under the current Q before each update: PER without
+stale priorities, which only a table this small makes cheap).
 
 One JSON file per (contender, regime, n, seed) under ``--out``; a file already there is skipped.
 """
@@ -73,13 +75,9 @@ from stable_baselines3.common.logger import Logger
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blind_cliffwalk import BlindCliffwalk, default_gamma, true_q
+from blind_cliffwalk_report import write_report
 
 from sb3_complementary import ComplementaryDQN, PrioritizedDQN
-
-
-def write_report(*args: Any) -> None:  # replaced below
-    raise NotImplementedError
-
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "docs" / "benchmarks" / "blind-cliffwalk" / "runs"
@@ -97,7 +95,7 @@ EXTRACTOR_LR = 1e-3
 LEARNED_LAST = 0.9
 REGIMES = {"paper": 1, "dqn": 32}
 CONTENDERS = ("dqn", "per", "laber", "fresh_td", "density_ratio")
-DIAGNOSTICS = ("per_td_init", "per_beta0")
+DIAGNOSTICS = ("per_td_init", "per_beta0", "per_fresh")
 LABELS = {
     "dqn": "DQN (uniform)",
     "per": "PrioritizedDQN",
@@ -106,6 +104,7 @@ LABELS = {
     "density_ratio": 'ComplementaryDQN(contribution="density_ratio")',
     "per_td_init": "PER, prefill priorities = initial |TD| (diagnostic)",
     "per_beta0": "PER, IS exponent 0 (diagnostic)",
+    "per_fresh": "PER, every priority fresh before each update (diagnostic)",
 }
 
 
@@ -121,7 +120,7 @@ def build_model(contender: str, env: BlindCliffwalk, n: int, seed: int) -> Any:
     }
     if contender == "dqn":
         model = DQN("MlpPolicy", env, **common)
-    elif contender in ("per", "per_td_init"):
+    elif contender in ("per", "per_td_init", "per_fresh"):
         model = PrioritizedDQN("MlpPolicy", env, **common)
     elif contender == "per_beta0":
         model = PrioritizedDQN("MlpPolicy", env, beta=0.0, **common)
@@ -245,6 +244,33 @@ def set_initial_td_priorities(model: Any) -> None:
     buffer.set_all_scores(indices, model._current_td_abs(samples))
 
 
+class FreshPriorities:
+    """
+    ``per_fresh``: before each update, every stored transition's score becomes its |TD| under the
+    current table, computed from the stored (state, action, reward, done, next state) in NumPy.
+    """
+
+    def __init__(self, model: Any, gamma: float) -> None:
+        buffer = model.replay_buffer
+        self.buffer = buffer
+        self.indices = buffer.valid_indices()
+        obs = buffer.observations[: buffer.size(), 0]
+        next_obs = buffer.next_observations[: buffer.size(), 0]
+        self.states = obs.argmax(axis=1)
+        self.actions = buffer.actions[: buffer.size(), 0].reshape(-1).astype(np.int64)
+        self.rewards = buffer.rewards[: buffer.size(), 0].astype(np.float64)
+        live = 1.0 - buffer.dones[: buffer.size(), 0].astype(np.float64)
+        self.discount = gamma * live
+        self.next_states = np.where(live > 0, next_obs.argmax(axis=1), 0)
+        self.table = model.q_net.q_net[0].weight.detach().numpy()  # (actions, states)
+
+    def __call__(self) -> None:
+        table = self.table.astype(np.float64)
+        target = self.rewards + self.discount * table[:, self.next_states].max(axis=0)
+        td_abs = np.abs(target - table[self.actions, self.states])
+        self.buffer.set_all_scores(self.indices, td_abs)
+
+
 def learn_to_tolerance(
     model: Any,
     q_true: np.ndarray,
@@ -254,6 +280,7 @@ def learn_to_tolerance(
     last_state: tuple[int, int],
     anneal: bool = True,
     mse_fn: Callable[[np.ndarray], float] | None = None,
+    before_update: Callable[[], None] | None = None,
 ) -> tuple[int | None, float]:
     """
     Call ``train(gradient_steps=1, batch_size)`` until the MSE of the Q-table to ``q_true`` is
@@ -263,6 +290,7 @@ def learn_to_tolerance(
         ``learn(total_timesteps=cap)`` would); False leaves it at 1.
     :param last_state: ``(action, state)`` of the rewarding transition's entry in the weight matrix.
     :param mse_fn: The error measure (default: mean squared error of the table); the tests pass a twin.
+    :param before_update: Called before each update (``per_fresh``'s re-score).
     """
     weight = model.q_net.q_net[0].weight
     target_weight = model.q_net_target.q_net[0].weight
@@ -274,6 +302,8 @@ def learn_to_tolerance(
     for update in range(1, cap + 1):
         if anneal:
             model._current_progress_remaining = 1.0 - update / cap
+        if before_update is not None:
+            before_update()
         model.train(gradient_steps=1, batch_size=batch_size)
         with th.no_grad():
             target_weight.copy_(weight)  # tau = 1 every update: plain Q-learning
@@ -327,6 +357,7 @@ def run_one(contender: str, regime: str, n: int, seed: int, command: str) -> dic
         counter,
         last_state=(int(env.right[n - 1]), n - 1),
         anneal=contender != "per_beta0",
+        before_update=FreshPriorities(model, default_gamma(n)) if contender == "per_fresh" else None,
     )
     train_cpu = time.process_time() - train_cpu
     return {

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import positive_control as pc  # noqa: E402
-from blind_cliffwalk import BlindCliffwalk, default_gamma, right_actions, true_q, value_iteration  # noqa: E402
+import positive_control as pc
+from blind_cliffwalk import BlindCliffwalk, default_gamma, right_actions, true_q, value_iteration
 
 
 @pytest.mark.parametrize(("n", "seed"), [(1, 0), (4, 1), (9, 2), (12, 3)])
@@ -57,7 +57,7 @@ def _prefilled(contender: str, n: int = 4, seed: int = 0):
 
 
 def test_table_starts_at_zero_and_prefill_has_a_reward() -> None:
-    env, model = _prefilled("per")
+    _, model = _prefilled("per")
     np.testing.assert_array_equal(model.q_net.q_net[0].weight.detach().numpy(), 0.0)
     assert not model.q_net.q_net[0].bias.requires_grad
     buffer = model.replay_buffer
@@ -91,3 +91,17 @@ def test_the_true_table_needs_no_update_and_learners_reach_it() -> None:
     weight = model.q_net.q_net[0].weight
     weight.data.copy_(pc.th.as_tensor(q.T, dtype=weight.dtype))
     assert pc.learn_to_tolerance(model, q, 32, 10, pc.DrawCounter(), (int(env.right[-1]), n - 1))[0] == 0
+
+
+def test_fresh_priorities_are_the_models_own_td() -> None:
+    """``per_fresh``'s NumPy re-score gives every stored transition the |TD| the model itself measures."""
+    n = 4
+    _, model = _prefilled("per_fresh", n)
+    model.q_net.q_net[0].weight.data.uniform_(0.0, 1.0)
+    model.q_net_target.q_net[0].weight.data.copy_(model.q_net.q_net[0].weight.data)
+    fresh = pc.FreshPriorities(model, default_gamma(n))
+    fresh()
+    buffer = model.replay_buffer
+    indices = buffer.valid_indices()
+    expected = model._current_td_abs(buffer.get_samples_at(indices))
+    np.testing.assert_allclose(buffer.scores[indices], expected, rtol=1e-5, atol=1e-6)
