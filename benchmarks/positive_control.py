@@ -77,7 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blind_cliffwalk import BlindCliffwalk, default_gamma, true_q
 from blind_cliffwalk_report import write_report
 
-from sb3_complementary import ComplementaryDQN, PrioritizedDQN
+from sb3_complementary import ComplementaryDQN, ExtractorTrainingCallback, PrioritizedDQN
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "docs" / "benchmarks" / "blind-cliffwalk" / "runs"
@@ -158,6 +158,10 @@ def prefill(model: Any, env: BlindCliffwalk, n: int, seed: int, contender: str) 
     buffer = model.replay_buffer
     obs, _ = env.reset()
     steps, rewarded = 0, False
+    schedule = None
+    if contender == "density_ratio":  # the extractor's schedule, as learn() would add it
+        schedule = ExtractorTrainingCallback()
+        schedule.init_callback(model)
     while steps < PREFILL_FACTOR * 2**n or not rewarded:
         if steps >= buffer.buffer_size:
             raise RuntimeError(f"no rewarding transition in {steps} random steps (n={n}, seed={seed})")
@@ -167,8 +171,8 @@ def prefill(model: Any, env: BlindCliffwalk, n: int, seed: int, contender: str) 
         buffer.add(obs[None], next_obs[None], np.array([[action]]), np.array([reward]), np.array([terminated]), [{}])
         steps += 1
         model.num_timesteps = steps
-        if contender == "density_ratio":
-            model._run_schedule()  # what collect_rollouts runs at each rollout's end
+        if schedule is not None:
+            schedule.on_rollout_end()  # what learn() runs at each rollout's end
         obs = env.reset()[0] if terminated else next_obs
     if contender == "density_ratio":
         model.refresh_scores()
