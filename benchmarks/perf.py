@@ -4,11 +4,12 @@ Performance figures for issue #2, measured side by side in one process on one ma
     python -m benchmarks.perf --out docs/performance-logs/performance.json            # everything
     python -m benchmarks.perf --only train --repeats 5 --steps 50000  # one part
     python -m benchmarks.perf --only her --steps 10000 --out docs/performance-logs/performance-her.json
-    python -m benchmarks.perf --only pool --out docs/performance-logs/performance-pool.json    # the candidate pool's cost
+    python -m benchmarks.perf --only pool --out docs/performance-logs/performance-pool.json  # the pool's cost
     python -m benchmarks.perf --only train --complementary-kwargs '{"contribution": "density_ratio"}' \
         --out docs/performance-logs/performance-density.json                           # a candidate's training cost
     python -m benchmarks.perf --device cuda --steps 10000 --repeats 2 --out performance-gpu.json  # on a GPU
-    python -m benchmarks.perf --only policies --steps 3000 --repeats 2 --out docs/performance-logs/performance-policies.json
+    python -m benchmarks.perf --only policies --steps 12000 --repeats 3 \
+        --out docs/performance-logs/performance-policies-0.2.0.json                  # the cost a user meets
 
 Parts:
 - ``train``: wall-clock of ComplementaryDQN / DQN and PrioritizedDQN / DQN on CartPole-v1 with
@@ -228,10 +229,13 @@ CNN_SETTINGS: dict[str, Any] = {
 }
 
 
-def bench_policies(steps: int, repeats: int, seed: int, device: str) -> dict[str, Any]:
+def bench_policies(
+    steps: int, repeats: int, seed: int, device: str, policies: tuple[str, ...] = ("MlpPolicy", "CnnPolicy")
+) -> dict[str, Any]:
     """
     DQN / PrioritizedDQN / the default ComplementaryDQN on ``device``, interleaved, for ``MlpPolicy``
-    (CartPole-v1, rl-zoo3's settings) and ``CnnPolicy`` (:class:`RandomFrames`, :data:`CNN_SETTINGS`).
+    (CartPole-v1, rl-zoo3's settings) and ``CnnPolicy`` (:class:`RandomFrames`, :data:`CNN_SETTINGS`),
+    or only the ``policies`` named.
     """
     on_gpu = th.device(device).type == "cuda"
     out: dict[str, Any] = {"device": device, "gpu": th.cuda.get_device_name(th.device(device)) if on_gpu else None}
@@ -239,6 +243,8 @@ def bench_policies(steps: int, repeats: int, seed: int, device: str) -> dict[str
         ("MlpPolicy", "CartPole-v1", ZOO_CARTPOLE),
         ("CnnPolicy", RandomFrames, CNN_SETTINGS),
     ):
+        if policy not in policies:
+            continue
 
         def builder(cls: Any, policy: str = policy, env: Any = env, settings: dict = settings) -> Callable[[], Any]:
             return lambda: cls(policy, env() if callable(env) else env, seed=seed, device=device, **settings)
@@ -391,6 +397,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--capacity", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policies", nargs="+", default=["MlpPolicy", "CnnPolicy"], help="the policies part's")
     parser.add_argument("--out", type=Path, default=None, help="JSON file to merge the results into")
     parser.add_argument(
         "--complementary-kwargs", type=json.loads, default={}, help="JSON knobs of ComplementaryDQN in the train part"
@@ -418,7 +425,7 @@ def main() -> None:
         elif part == "gpu":
             results[part] = bench_policies(args.steps, args.repeats, args.seed, args.device if on_gpu else "cuda")
         elif part == "policies":
-            results[part] = bench_policies(args.steps, args.repeats, args.seed, "cpu")
+            results[part] = bench_policies(args.steps, args.repeats, args.seed, "cpu", tuple(args.policies))
         elif part == "her":
             results[part] = bench_her(args.steps, args.repeats, args.seed)
         elif part == "replay":
