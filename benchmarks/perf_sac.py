@@ -1,7 +1,7 @@
 """
 Overhead of ComplementarySAC over SB3's SAC (issue #4), measured side by side in one process.
 
-    python -m benchmarks.perf_sac --out docs/performance-logs/performance_sac.json        # 20k steps, 3 interleaved repeats
+    python -m benchmarks.perf_sac --out docs/performance-logs/performance_sac.json  # 20k steps, 3 interleaved repeats
     python -m benchmarks.perf_sac --steps 2000 --repeats 1                # a quick look
     python -m benchmarks.perf_sac --with-per                              # PrioritizedSAC as well
 

@@ -60,8 +60,8 @@ def _first_row(batch: WeightedSamples, batch_size: int) -> WeightedSamples:
 def replay_one_transition_in_every_draw(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """
     As :func:`replay_one_transition`, for every public draw of the buffer: a candidate pool's
-    ``select_from_candidates``, the sum tree's ``sample_weighted`` and ``alpha=0``'s ``sample_uniform``. Every batch is made of the
-    first transition the buffer ever handed out, repeated (with its IS weight).
+    ``select_from_candidates``, the sum tree's ``sample_weighted`` and ``alpha=0``'s ``sample_uniform``.
+    Every batch is made of the first transition the buffer ever handed out, repeated (with its IS weight).
 
     :param monkeypatch: Undoes the patch at the end of the test.
     :return: A one-element list counting the patched draws.

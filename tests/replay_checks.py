@@ -3,7 +3,8 @@ What a short drop-in learn must show beyond "it ran and stayed finite": checks t
 
 Wrap a ``learn()`` in :func:`recorded_draws` and pass what it recorded to :func:`check_replay`. The
 draws are read through the buffer's public methods (``select_from_candidates`` for a candidate pool,
-``sample_weighted`` for the sum tree, ``sample_uniform`` for ``alpha=0``), so the checks hold whatever the algorithm's internals look like.
+``sample_weighted`` for the sum tree, ``sample_uniform`` for ``alpha=0``), so the checks hold whatever
+the algorithm's internals look like.
 """
 
 from collections.abc import Iterator

@@ -467,7 +467,7 @@ def test_complementary_dqn_with_her_solves_bit_flipping(seed):
     """
     Measured 2026-12-07 at the defaults (LaBER; CPU, one torch thread): success 1.00 for each of seeds
     0, 1 and 2, as with the density ratio (2026-12-06). Seeds 0 to 4 again, with the twin below
-    (``benchmarks/her_twin.py``, docs/benchmarks/her-twin/): 1.00 each, 16-19 s of CPU time a seed.
+    (``benchmarks/learning_twins.py her``, docs/benchmarks/her-twin/): 1.00 each, 16-19 s of CPU time a seed.
     """
     success = bit_flipping_success(seed)
     assert solves_bit_flipping(success), f"seed {seed}: success {success:.2f} after {HER_STEPS} steps"
@@ -479,7 +479,7 @@ def test_the_bit_flipping_criterion_rejects_a_broken_replay(monkeypatch):
     The check above can fail: its own criterion, at its own budget (6,000 steps), rejects a replay
     whose every batch is one transition repeated (:func:`~tests.replay_breakage.replay_one_transition`).
 
-    Measured with ``python benchmarks/her_twin.py --seeds 0-4 --steps 6000 2000`` (run files in
+    Measured with ``python benchmarks/learning_twins.py her --seeds 0-4 --steps 6000 2000`` (run files in
     docs/benchmarks/her-twin/, CPU, one torch thread, 16-22 s of CPU time a run at 6,000 steps):
 
     - 6,000 steps: the correct replay reaches 1.00 on each of seeds 0-4, the broken one 0.00 on each.

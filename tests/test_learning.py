@@ -107,7 +107,8 @@ def test_a_broken_selection_does_not_learn_cartpole(monkeypatch: pytest.MonkeyPa
 
     Not the slow test's criterion at its budget (that run costs minutes; its docstring gives the broken
     replay's 20 evaluations to 50,000 steps, 9.0-9.6), but the first 5,000 steps of the same run, with
-    a bound that separates: measured with ``python benchmarks/cartpole_twin.py --seeds 0-4`` (run files
+    a bound that separates: measured with
+    ``python benchmarks/learning_twins.py cartpole --seeds 0-4 --out docs/benchmarks/cartpole-twin`` (run files
     in docs/benchmarks/cartpole-twin/, CPU, one torch thread, about 5 s of CPU time a run), the best of
     the evaluations at 2,500 and 5,000 steps is 155-220 with the correct replay and 9.3-9.7 with the
     broken one, on each of seeds 0-4. The committed study's runs of the default (LaBER, the same
