@@ -110,7 +110,14 @@ def test_a_removed_contribution_is_an_unknown_one(contribution):
         ComplementaryDQN("MlpPolicy", "CartPole-v1", contribution=contribution, device="cpu")
     message = str(error.value)
     assert "contribution must be one of" in message and repr(contribution) in message
-    assert all(name in message for name in ("per", "laber", "fresh_td", "density_ratio")), message
+    assert all(name in message for name in ("laber", "fresh_td", "density_ratio")), message
+
+
+def test_per_is_the_prioritized_classes_own_kind():
+    """A Complementary class does not take PER's kind (it has no beta); the twin: PrioritizedDQN draws by it."""
+    with pytest.raises(ValueError, match=r"contribution must be one of \['laber', 'fresh_td', 'density_ratio'\]"):
+        ComplementaryDQN("MlpPolicy", "CartPole-v1", contribution="per", device="cpu")
+    assert PrioritizedDQN("MlpPolicy", "CartPole-v1", device="cpu").contribution == "per"
 
 
 @pytest.mark.parametrize("contribution", ["fresh_td", "laber"])

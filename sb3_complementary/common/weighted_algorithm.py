@@ -66,9 +66,10 @@ __all__ = ["WeightedAlgorithm", "preserved_rng", "side_effect_free"]
 REPLAY_FORMAT = 2
 #: Knobs the model hands to its buffer; ``replay_buffer_kwargs`` must not set them a second time.
 BUFFER_KNOBS = ("alpha", "beta", "epsilon", "uniform_fraction", "score_floor", "initial_score")
-#: What scores the draws: PER's stored ``|TD|``, fresh ``|TD|`` on a pool (``laber`` with LaBER's
-#: unbiasing IS weights), or the extractor's density ratio (times fresh ``|TD|`` on a pool).
-CONTRIBUTIONS = ("per", "laber", "fresh_td", "density_ratio")
+#: What scores a Complementary class's draws: fresh ``|TD|`` on a pool (``laber`` with LaBER's unbiasing
+#: IS weights), or the extractor's density ratio (times fresh ``|TD|`` on a pool). The Prioritized
+#: classes' draws are ``"per"``: PER's stored ``|TD|``.
+CONTRIBUTIONS = ("laber", "fresh_td", "density_ratio")
 #: The fixed IS exponent of the pool kinds' draws (``per`` anneals ``beta``; ``density_ratio``'s is
 #: ``extractor_kwargs["is_exponent"]``).
 IS_EXPONENTS = {"fresh_td": 0.0, "laber": 1.0}
@@ -150,24 +151,25 @@ class WeightedAlgorithm(OffPolicyAlgorithm):
         uniform_fraction: float,
         score_floor: float,
         candidate_pool: int = 0,
-        beta: float = 1.0,
+        beta: float | None = None,
         extractor_kwargs: dict[str, Any] | None = None,
         actor_batch: str = "shared",
     ) -> None:
         """
         Check the replay knobs once and store them (the buffer is built from the model's).
 
-        :param contribution: What scores the draws: one of :data:`CONTRIBUTIONS`.
+        :param contribution: What scores the draws: ``"per"`` (the Prioritized classes, with ``beta``),
+            or one of :data:`CONTRIBUTIONS` (the Complementary classes, without).
         :param alpha: Priority exponent, >= 0 (0: uniform draws, SB3's).
         :param epsilon: Added to the scores, >= 0.
         :param uniform_fraction: Share of each batch drawn uniformly, in [0, 1].
         :param score_floor: Minimum score, >= 0.
         :param candidate_pool: Batches of uniform candidates scored at each draw (0: no pool).
-        :param beta: PER's initial IS exponent, annealed to 1 over ``learn()`` (``per`` only).
+        :param beta: PER's initial IS exponent, annealed to 1 over ``learn()`` (``per`` only, and required).
         :param extractor_kwargs: The extractor's settings (:func:`.extractor_settings.extractor_settings`).
         :param actor_batch: Which batch an actor-critic's actor learns from: ``"shared"`` or ``"uniform"``.
         """
-        check_choice("contribution", contribution, CONTRIBUTIONS)
+        check_choice("contribution", contribution, ("per",) if beta is not None else CONTRIBUTIONS)
         if isinstance(alpha, str):
             raise ValueError(f"alpha must be a number >= 0, got {alpha!r}")
         check_replay_knobs(alpha, epsilon, uniform_fraction, score_floor, beta=beta)
@@ -378,6 +380,7 @@ class WeightedAlgorithm(OffPolicyAlgorithm):
     def _is_exponent(self) -> float:
         """The IS exponent of the draws now: PER's ``beta`` annealed linearly to 1, or the kind's fixed one."""
         if self.contribution == "per":
+            assert self.beta is not None
             progress = 1.0 - self._current_progress_remaining
             return self.beta + (1.0 - self.beta) * progress
         if self.contribution == "density_ratio":
