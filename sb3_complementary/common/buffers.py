@@ -204,7 +204,7 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         #: The sum tree of the priorities, built when a draw or a score update first reads it.
         self.tree: SumTree | None = None
         #: The tree's leaf count (its capacity rounded up to a power of 2), which bounds a priority.
-        self._n_leaves = 1 << max(int(np.ceil(np.log2(self.buffer_size * self.n_envs))), 0)
+        self._n_leaves = SumTree.leaf_count(self.buffer_size * self.n_envs)
         self.scores = np.zeros(self.buffer_size * self.n_envs, dtype=np.float32)
         self.max_score = 1.0
         #: Score of a new transition with ``initial_score="neutral"``: the scorer's "don't know"
@@ -368,16 +368,8 @@ class ComplementaryReplayBuffer(ReplayBuffer):
         :param batch_size: Number of transitions.
         :param env: VecNormalize wrapper, to normalise observations/rewards as SB3 does.
         """
-        indices = self.uniform_indices(batch_size)
-        samples, order = self._gather(indices, np.ones(batch_size, dtype=bool), env)
         ones = np.ones(batch_size)
-        return WeightedSamples(
-            samples=samples,
-            indices=indices[order],
-            weights=self.to_torch(ones.astype(np.float32).reshape(-1, 1)),
-            raw_weights=ones,
-            control=np.ones(batch_size, dtype=bool),
-        )
+        return self._weighted_batch(self.uniform_indices(batch_size), ones, ones, ones.astype(bool), env)
 
     def select_from_candidates(
         self,

@@ -22,11 +22,16 @@ class SumTree:
     :param capacity: Number of leaves (one per stored transition).
     """
 
+    @staticmethod
+    def leaf_count(capacity: int) -> int:
+        """The leaves a tree of ``capacity`` transitions holds: ``capacity`` rounded up to a power of two."""
+        return 1 << max(int(np.ceil(np.log2(capacity))), 0)
+
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError(f"SumTree capacity must be >= 1, got {capacity}")
         self.capacity = capacity
-        self.n_leaves = 1 << max(int(np.ceil(np.log2(capacity))), 0)
+        self.n_leaves = self.leaf_count(capacity)
         self.depth = int(np.log2(self.n_leaves))
         self.nodes = np.zeros(2 * self.n_leaves, dtype=np.float64)
 
