@@ -11,19 +11,20 @@ code's (docs/performance.md compares side by side).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
+
+from benchmarks.harness.store import scan_runs
 
 
 def cpu_seconds(folder: Path, contender: str) -> dict[tuple[str, int], float]:
     """``(entry, seed) -> train CPU seconds`` of the contender's finished runs in ``folder``."""
-    out = {}
-    for path in folder.glob(f"{contender}__*.json"):
-        run = json.loads(path.read_text())
-        if run.get("contender", {}).get("name") == contender and "timing" in run:
-            out[(run["env"]["name"], run["seed"])] = run["timing"]["train_cpu_seconds"]
-    return out
+    records, _ = scan_runs(folder)
+    return {
+        (r.env, r.seed): r.data["timing"]["train_cpu_seconds"]
+        for r in records
+        if r.contender == contender and r.status == "done"
+    }
 
 
 def main() -> None:
