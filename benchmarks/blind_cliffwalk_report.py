@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 #: Contenders in table order; the diagnostics come after, in their own table.
-ORDER = ("dqn", "per", "laber", "fresh_td", "density_ratio")
+ORDER = ("dqn", "per", "laber", "fresh_td", "density_ratio", "rank", "anneal", "ratio_td")
 DIAGNOSTIC_ORDER = ("per_td_init", "per_beta0", "per_fresh")
 REGIME_TITLES = {"paper": "Paper regime (batch 1)", "dqn": "DQN regime (batch 32)"}
 STYLE = {
@@ -23,6 +23,9 @@ STYLE = {
     "laber": ("tab:orange", "^", "-"),
     "fresh_td": ("tab:green", "v", "-"),
     "density_ratio": ("tab:red", "D", "-"),
+    "rank": ("tab:brown", "P", "--"),
+    "anneal": ("tab:olive", "X", "--"),
+    "ratio_td": ("tab:pink", "d", "--"),
     "per_td_init": ("tab:blue", "x", ":"),
     "per_beta0": ("tab:purple", "+", ":"),
     "per_fresh": ("tab:cyan", "*", ":"),

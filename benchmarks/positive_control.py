@@ -47,7 +47,9 @@ Protocol (each choice and why):
 
 Regimes: ``paper`` (batch 1, one transition per update, as the paper) and ``dqn`` (batch 32).
 Contenders: ``dqn`` (SB3's DQN, uniform), ``per`` (PrioritizedDQN), ``laber`` (ComplementaryDQN's
-default), ``fresh_td`` and ``density_ratio`` (ComplementaryDQN's contributions). Two diagnostic
+default), ``fresh_td`` and ``density_ratio`` (ComplementaryDQN's contributions), and the triage's
+three candidates (``triage.py``: ``rank``, ``anneal``, ``ratio_td``; ``ratio_td`` runs the
+extractor's schedule as ``density_ratio`` does). Two diagnostic
 variants of PER, for why it does what it does (not contenders): ``per_td_init`` (the prefill's
 priorities set to its |TD| under the initial Q instead of PER's "new transitions at the maximum
 priority"), ``per_beta0`` (IS exponent 0 throughout: no IS weights) and ``per_fresh`` (every
@@ -76,6 +78,7 @@ from stable_baselines3.common.logger import Logger
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blind_cliffwalk import BlindCliffwalk, default_gamma, true_q
 from blind_cliffwalk_report import write_report
+from triage import TriageDQN
 
 from sb3_complementary import ComplementaryDQN, ExtractorTrainingCallback, PrioritizedDQN
 
@@ -94,7 +97,11 @@ EXTRACTOR_LR = 1e-3
 #: A value of the last state above this counts as "the reward is learned" (its true value is 1).
 LEARNED_LAST = 0.9
 REGIMES = {"paper": 1, "dqn": 32}
-CONTENDERS = ("dqn", "per", "laber", "fresh_td", "density_ratio")
+CONTENDERS = ("dqn", "per", "laber", "fresh_td", "density_ratio", "rank", "anneal", "ratio_td")
+#: The triage's candidates (``triage.py``): the contender's name is its ``selection``.
+TRIAGE = ("rank", "anneal", "ratio_td")
+#: Contenders with an experience extractor, which runs ``learn()``'s schedule over the prefill.
+WITH_EXTRACTOR = ("density_ratio", "ratio_td")
 DIAGNOSTICS = ("per_td_init", "per_beta0", "per_fresh")
 LABELS = {
     "dqn": "DQN (uniform)",
@@ -102,6 +109,9 @@ LABELS = {
     "laber": "ComplementaryDQN (LaBER, default)",
     "fresh_td": 'ComplementaryDQN(contribution="fresh_td")',
     "density_ratio": 'ComplementaryDQN(contribution="density_ratio")',
+    "rank": "triage: rank-based selection on LaBER's pool, no IS weights",
+    "anneal": "triage: LaBER's pool, IS exponent annealed 0 to 1",
+    "ratio_td": "triage: ratio x |TD| on the pool, weights remove only the |TD| part",
     "per_td_init": "PER, prefill priorities = initial |TD| (diagnostic)",
     "per_beta0": "PER, IS exponent 0 (diagnostic)",
     "per_fresh": "PER, every priority fresh before each update (diagnostic)",
@@ -136,6 +146,10 @@ def build_model(contender: str, env: BlindCliffwalk, n: int, seed: int) -> Any:
             extractor_kwargs={"lr_ratio": EXTRACTOR_LR / LEARNING_RATE},
             **common,
         )
+    elif contender in TRIAGE:
+        extractor = {"extractor_kwargs": {"lr_ratio": EXTRACTOR_LR / LEARNING_RATE}} if contender == "ratio_td" else {}
+        kind = "density_ratio" if contender == "ratio_td" else "laber"
+        model = TriageDQN("MlpPolicy", env, selection=contender, contribution=kind, **extractor, **common)
     else:
         raise ValueError(f"unknown contender {contender!r}")
     model.set_logger(Logger(folder=None, output_formats=[]))
@@ -159,7 +173,7 @@ def prefill(model: Any, env: BlindCliffwalk, n: int, seed: int, contender: str) 
     obs, _ = env.reset()
     steps, rewarded = 0, False
     schedule = None
-    if contender == "density_ratio":  # the extractor's schedule, as learn() would add it
+    if contender in WITH_EXTRACTOR:  # the extractor's schedule, as learn() would add it
         schedule = ExtractorTrainingCallback()
         schedule.init_callback(model)
     while steps < PREFILL_FACTOR * 2**n or not rewarded:
@@ -174,7 +188,7 @@ def prefill(model: Any, env: BlindCliffwalk, n: int, seed: int, contender: str) 
         if schedule is not None:
             schedule.on_rollout_end()  # what learn() runs at each rollout's end
         obs = env.reset()[0] if terminated else next_obs
-    if contender == "density_ratio":
+    if contender in WITH_EXTRACTOR:
         model.refresh_scores()
     return steps
 
@@ -336,7 +350,7 @@ def run_one(contender: str, regime: str, n: int, seed: int, command: str) -> dic
     extra: dict[str, Any] = {}
     if contender == "per_td_init":
         set_initial_td_priorities(model)
-    if contender == "density_ratio":
+    if contender in WITH_EXTRACTOR:
         rewarding = np.flatnonzero(buffer.rewards[: buffer.size()].reshape(-1) > 0.5)
         valid = buffer.valid_indices()
         fast = int(model.extractor_settings["fast_memory"])
