@@ -424,4 +424,19 @@ def findings(groups: dict, ns: list[int], regimes: list[str]) -> list[str]:
             f"{draw_rates('density_ratio', dqn)} with batch 32) and its updates ({by_n('density_ratio', dqn)} "
             "with batch 32) are fresh |TD|'s: what finds the transition is the |TD| it multiplies."
         )
+    triage = [c for c in ("rank", "anneal", "ratio_td") if has(c)]
+    if triage:
+        out += [
+            "",
+            "**The triage's candidates** (`benchmarks/triage.py`; updates × DQN's, growth per state, "
+            "and the rewarding transition's draw rate over uniform's, with its weight rate in brackets):",
+            "",
+        ]
+        for c in triage:
+            out.append(
+                f"- `{c}`: batch 1 {by_n(c, paper)}, growth {growth(c, paper)} (DQN's {growth('dqn', paper)}), "
+                f"drawn {draw_rates(c, paper)} ({draw_rates(c, paper, 'weight_rate_over_uniform')}); "
+                f"batch 32 {by_n(c, dqn)}, growth {growth(c, dqn)} (DQN's {growth('dqn', dqn)}), "
+                f"drawn {draw_rates(c, dqn)} ({draw_rates(c, dqn, 'weight_rate_over_uniform')})."
+            )
     return out
