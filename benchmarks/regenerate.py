@@ -184,6 +184,8 @@ PAGES: tuple[Page, ...] = (
         *("--candidates", "laber,laber-actor-uniform,per", "--control", "density-control", "--baselines", "sac"),
         *("--seeds", "0,1,2,3,4", "--suites", _SAC_SUITE),
     ),
+    # Issue 45's triage: the rule's ratios and the age of the draws.
+    Page("benchmarks.triage_report", ("--runs", "docs/benchmarks/triage/runs", "--out", "docs/results/triage.md")),
     # The per-task tables of the multi-task entries.
     Page(
         "benchmarks.multitask_study",

@@ -150,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=Path("docs/benchmarks/triage/runs"))
     parser.add_argument("--out", type=Path, default=Path("docs/results/triage.md"))
     args = parser.parse_args(argv)
-    print(write_page(args.runs, args.out))
+    write_page(args.runs, args.out)
+    print(f"wrote {args.out}")
     return 0
 
 
