@@ -16,8 +16,6 @@ does, and differs from LaBER only in how it picks from the pool and weights what
   weights ``q_i / p_i`` against the ratio-only draw ``q_i ∝ ratio_i``: the weights remove only the
   ``|TD|`` part of the bias, so the extractor sets the distribution the update sees and ``|TD|``
   only cuts its variance (LaBER's correction with the ratio's target in place of the uniform one);
-- ``ratio_rank``: ``P(i) ∝ ratio_i * rank_i ** -rank_exponent``, no IS weights: ``rank`` with the
-  extractor's ratio in its draw (``rank`` is its ablation), for the screen that follows the triage;
 - ``laber``: the library's own draw, unchanged (the fixed contender, for the age of its draws).
 
 Age of the draws: every contender here records, for its last 1,000 draws, the share of drawn
@@ -36,9 +34,7 @@ import numpy as np
 from sb3_complementary import ComplementaryDQN
 from sb3_complementary.common.buffers import WeightedSamples
 
-SELECTIONS = ("laber", "rank", "anneal", "ratio_td", "ratio_rank")
-#: The selections that read the extractor's density ratio.
-WITH_RATIO = ("ratio_td", "ratio_rank")
+SELECTIONS = ("laber", "rank", "anneal", "ratio_td")
 #: Draws whose age the diagnostics average (the library keeps as many selections).
 AGE_WINDOW = 1000
 
@@ -47,9 +43,8 @@ class TriageDQN(ComplementaryDQN):
     """
     :class:`~sb3_complementary.ComplementaryDQN` with one of the triage's draws (module docstring).
 
-    :param selection: ``"laber"``, ``"rank"``, ``"anneal"``, ``"ratio_td"`` or ``"ratio_rank"``. The
-        ratio's two need ``contribution="density_ratio"`` (the extractor and its scores); the others
-        ``"laber"``.
+    :param selection: ``"laber"``, ``"rank"``, ``"anneal"`` or ``"ratio_td"``. ``ratio_td`` needs
+        ``contribution="density_ratio"`` (the extractor and its scores); the others ``"laber"``.
     :param rank_exponent: The exponent of ``rank`` (Schaul et al.'s 0.7).
     :param kwargs: ComplementaryDQN's arguments, with ``alpha=1`` and ``candidate_pool >= 1``.
     """
@@ -57,7 +52,7 @@ class TriageDQN(ComplementaryDQN):
     def __init__(self, *args: Any, selection: str = "laber", rank_exponent: float = 0.7, **kwargs: Any) -> None:
         if selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-        needed = "density_ratio" if selection in WITH_RATIO else "laber"
+        needed = "density_ratio" if selection == "ratio_td" else "laber"
         if kwargs.get("contribution", "laber") != needed or kwargs.get("alpha", 1.0) != 1.0:
             raise ValueError(f"selection={selection!r} runs with contribution={needed!r} and alpha=1")
         self.selection = selection
@@ -70,7 +65,7 @@ class TriageDQN(ComplementaryDQN):
     def _is_exponent(self) -> float:
         if self.selection == "anneal":
             return min(max(1.0 - self._current_progress_remaining, 0.0), 1.0)
-        return 0.0 if self.selection in ("rank", "ratio_rank") else 1.0  # ratio_td: q / p below; laber: its own 1
+        return 0.0 if self.selection == "rank" else 1.0  # ratio_td: q / p below; laber: its own 1
 
     def _draw_batch(self, batch_size: int) -> WeightedSamples:
         batch = super()._draw_batch(batch_size) if self.selection == "laber" else self._triage_draw(batch_size)
@@ -82,17 +77,19 @@ class TriageDQN(ComplementaryDQN):
         candidates = buffer.uniform_indices(self.candidate_pool * batch_size)
         samples, candidates = buffer.gather_pool(candidates, env=self._vec_normalize_env)
         td_abs = self._current_td_abs(samples)
-        ratio = buffer.scores[candidates].astype(np.float64) if self.selection in WITH_RATIO else 1.0
-        if self.selection in ("rank", "ratio_rank"):
+        if self.selection == "rank":
             ranks = np.empty(len(td_abs))
             ranks[np.argsort(-np.nan_to_num(td_abs, nan=0.0), kind="stable")] = np.arange(1, len(td_abs) + 1)
-            scores = ratio * ranks**-self.rank_exponent
-        else:
+            scores = ranks**-self.rank_exponent
+        elif self.selection == "ratio_td":
+            ratio = buffer.scores[candidates].astype(np.float64)
             scores = ratio * np.maximum(td_abs, buffer.score_floor)
+        else:
+            scores = td_abs
         # The buffer's IS exponent (set by _is_exponent) gives (P * p_i) ** -beta, un-normalised.
         batch, rates = buffer.select_from_candidates(candidates, samples, scores, batch_size, max_normalized=False)
         if self.selection == "ratio_td":  # q_i / p_i = (P * p_i) ** -1 * ratio_i / mean(ratio)
-            raw = batch.raw_weights * buffer.scores[batch.indices] / np.mean(ratio)
+            raw = batch.raw_weights * buffer.scores[batch.indices] / ratio.mean()
             batch = batch._replace(weights=buffer.to_torch(raw.astype(np.float32).reshape(-1, 1)), raw_weights=raw)
         self._selection_rates.append(rates)
         return batch

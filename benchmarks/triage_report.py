@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness.metrics import auc
+from benchmarks.harness.metrics import auc, mean_pm_std
 from benchmarks.harness.report.collect import ReportData, collect
 
 DRIFT, HARM = "CartPole-drift", "LunarLander-v3"
@@ -30,12 +30,9 @@ BESIDE = ("dqn", "laber-fixed")
 CHANGE_STEP = 40_000
 
 
-def mean_auc(data: ReportData, contender: str, env: str) -> tuple[float, int]:
-    """:return: The mean normalised AUC over the contender's done seeds on ``env``, and their number."""
-    seeds = sorted(data.curves[contender].get(env, {}))
-    if not seeds:
-        return float("nan"), 0
-    return float(np.mean([float(auc(data.normalized(contender, env, s))) for s in seeds])), len(seeds)
+def seed_aucs(data: ReportData, contender: str, env: str) -> list[float]:
+    """:return: The normalised AUC of each of the contender's done seeds on ``env``."""
+    return [float(auc(data.normalized(contender, env, s))) for s in sorted(data.curves[contender].get(env, {}))]
 
 
 def verdict(ratios: dict[str, float], counts: dict[str, int], seeds: int) -> str:
@@ -103,16 +100,19 @@ def write_page(runs: Path, out: Path, seeds: int = 5) -> str:
         f"{DRIFT} and at least {THRESHOLDS[HARM]}× DQN's on {HARM}, over seeds 0–{seeds - 1}. A candidate "
         f"that fails on {DRIFT} does not run {HARM} (the rule is a conjunction).",
         "",
+        "AUC: mean ± standard deviation over seeds; ×DQN: the ratio of the means.",
+        "",
         f"| contender | {DRIFT} AUC | ×DQN | {HARM} AUC | ×DQN | verdict |",
         "|---|---|---|---|---|---|",
     ]
-    base = {env: mean_auc(data, BASELINE, env)[0] for env in THRESHOLDS}
+    base = {env: float(np.mean(seed_aucs(data, BASELINE, env))) for env in THRESHOLDS}
     for contender in data.contenders:
         cells, ratios, counts = [], {}, {}
         for env in THRESHOLDS:
-            value, n = mean_auc(data, contender, env)
-            ratios[env], counts[env] = value / base[env] if n else float("nan"), n
-            cells += [f"{value:.3f} (n={n})" if n else "not run", f"{ratios[env]:.2f}" if n else "–"]
+            values = seed_aucs(data, contender, env)
+            n = len(values)
+            ratios[env], counts[env] = float(np.mean(values)) / base[env] if n else float("nan"), n
+            cells += [f"{mean_pm_std(values, 3)} (n={n})" if n else "not run", f"{ratios[env]:.2f}" if n else "–"]
         judged = "beside (not judged)" if contender in BESIDE else verdict(ratios, counts, seeds)
         lines.append(f"| {contender} | " + " | ".join(cells) + f" | {judged} |")
 

@@ -24,7 +24,7 @@ def _env() -> MultiTaskEnv:
 
 def _filled(selection: str, steps: int = 400, **extra) -> TriageDQN:
     """A model whose buffer holds ``steps`` transitions, the first 150 from task 0, with no update yet."""
-    contribution = "density_ratio" if selection in ("ratio_td", "ratio_rank") else "laber"
+    contribution = "density_ratio" if selection == "ratio_td" else "laber"
     kwargs = {**KNOBS, **SMALL, "learning_starts": steps + 1, **extra}
     model = TriageDQN("MlpPolicy", _env(), seed=0, selection=selection, contribution=contribution, **kwargs)
     model.learn(steps)
@@ -105,27 +105,6 @@ def test_ratio_td_weights_remove_only_the_td_part(monkeypatch: pytest.MonkeyPatc
     np.testing.assert_allclose(batch.weights.cpu().numpy().reshape(-1), batch.raw_weights, rtol=1e-5)
     laber = 1.0 / (len(pool) * p[positions])  # twin: LaBER's weight undoes the ratio too
     assert not np.allclose(batch.raw_weights, laber, rtol=1e-2)
-
-
-def test_ratio_rank_draws_by_ratio_times_rank_with_unit_weights(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``ratio_rank``: each pool slot picks candidate ``i`` with ``P ∝ ratio_i * rank_i ** -0.7``, weights 1."""
-    model = _filled("ratio_rank")
-    buffer = model.replay_buffer
-    rng = np.random.default_rng(2)
-    buffer.scores[: len(buffer.scores)] = rng.uniform(0.2, 3.0, buffer.scores.shape).astype(buffer.scores.dtype)
-    td = rng.uniform(0.05, 2.0, buffer.scores.size)
-    rates = []
-    for seed in range(3):
-        batch, pool = _draw_with_td(model, td, monkeypatch, seed)
-        np.testing.assert_array_equal(batch.raw_weights, 1.0)
-        rates.append((model._selection_rates[-1], pool))
-    for got, pool in rates:
-        ranks = np.empty(len(pool))
-        ranks[np.argsort(-td[pool], kind="stable")] = np.arange(1, len(pool) + 1)
-        p = buffer.scores.reshape(-1)[pool] * ranks**-0.7
-        np.testing.assert_allclose(got, len(pool) * p / p.sum(), rtol=1e-4)
-        plain = ranks**-0.7  # twin: rank's own draw, without the ratio
-        assert not np.allclose(got, len(pool) * plain / plain.sum(), rtol=1e-2)
 
 
 def test_age_of_draws_is_the_drawn_share_of_task_zero() -> None:
