@@ -36,6 +36,7 @@ def written_files(out_root: Path) -> list[Path]:
         "docs/benchmarks/study-laber/gates.md",  # a study's no-harm gate with its noise floor
         "docs/benchmarks/screen-progress/strength_trace.png",  # a diagnostic's figure
         "docs/benchmarks/pilot-return",  # a pilot's page, summary and figure
+        "docs/results/triage.md",  # the triage's rule, verdicts and the age of the draws
     ],
 )
 def test_page_regenerates_byte_identical(output: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
