@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 
-from sb3_complementary import WeightedSamples
+from sb3_complementary import ComplementaryReplayBuffer, WeightedSamples
 
 #: The buffer's public draws a train step takes its batch from.
 DRAWS = ("select_from_candidates", "sample_weighted", "sample_uniform")
@@ -128,6 +128,24 @@ def check_selection_follows_scores(model: Any, draws: list[Draw]) -> None:
     if pools and selects(model):
         uneven = [float(np.mean(draw.rates**2)) > 1 + 1e-9 for draw in pools]  # 1 / ESS fraction of the selection
         assert any(uneven), "selection is on, yet every pool was picked from uniformly"
+
+
+def check_trained_buffer(model: Any, steps: int) -> None:
+    """
+    A learn of ``steps`` env steps ran updates, filled a weighted buffer, and kept a healthy sum tree
+    exactly where the configuration's draws read one (``alpha > 0`` without a candidate pool).
+    """
+    assert model.num_timesteps >= steps
+    assert model._n_updates > 0
+    buffer = model.replay_buffer
+    assert isinstance(buffer, ComplementaryReplayBuffer)
+    assert buffer.size() > 0
+    tree_draws = model.alpha > 0 and not model.candidate_pool
+    assert (buffer.tree is not None) == tree_draws, "a tree is kept exactly where the draws read it"
+    if tree_draws:
+        buffer.sample_weighted(1)  # new rows get their priority lazily: read once
+        leaves = buffer.tree.leaves
+        assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
 
 
 def check_replay(model: Any, draws: list[Draw]) -> None:

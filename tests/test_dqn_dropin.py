@@ -15,7 +15,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 from sb3_complementary import (
     ComplementaryDictReplayBuffer,
     ComplementaryDQN,
-    ComplementaryReplayBuffer,
     PrioritizedDQN,
 )
 from tests.conftest import ALGOS, TINY_DQN, TINY_EXTRACTOR, ObsSpaceEnv, make_model
@@ -26,6 +25,7 @@ from tests.replay_checks import (
     check_is_weights,
     check_replay,
     check_selection_follows_scores,
+    check_trained_buffer,
     recorded_draws,
 )
 
@@ -62,17 +62,8 @@ def check_learned(model, draws, steps=STEPS):
     configuration asks for, each on a drawn batch, the draws spread over the buffer, IS weights and
     picks as the selection implies.
     """
-    assert model.num_timesteps >= steps
-    assert model._n_updates > 0
+    check_trained_buffer(model, steps)
     buffer = model.replay_buffer
-    assert isinstance(buffer, ComplementaryReplayBuffer)
-    assert buffer.size() > 0
-    tree_draws = model.alpha > 0 and not model.candidate_pool
-    assert (buffer.tree is not None) == tree_draws, "a tree is kept exactly where the draws read it"
-    if tree_draws:
-        buffer.sample_weighted(1)  # new rows get their priority lazily: read once
-        leaves = buffer.tree.leaves
-        assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
     if isinstance(model, ComplementaryDQN):
         if model.extractor is not None:  # the density-ratio classifier
             assert np.isfinite(model.extractor_auc), "the classifier was never fitted"

@@ -17,7 +17,7 @@ from sb3_complementary import ComplementaryHerReplayBuffer, ComplementaryReplayB
 from sb3_complementary.crossq.policies import MultiInputPolicy as CrossQMultiInputPolicy
 from tests.algorithms import ACTOR_CRITIC, SPECS, STEPS, build, build_parent
 from tests.replay_breakage import replay_one_transition_in_every_draw
-from tests.replay_checks import check_draws_spread, check_is_weights, check_replay, recorded_draws
+from tests.replay_checks import check_draws_spread, check_is_weights, check_replay, check_trained_buffer, recorded_draws
 
 ALGOS = list(SPECS)
 
@@ -37,16 +37,8 @@ def check_learned(model, draws, steps=STEPS):
     gradient steps the configuration asks for, each on a drawn batch, spread over the buffer, with IS
     weights as the selection implies.
     """
-    assert model.num_timesteps >= steps
-    assert model._n_updates > 0
+    check_trained_buffer(model, steps)
     buffer = model.replay_buffer
-    assert isinstance(buffer, ComplementaryReplayBuffer) and buffer.size() > 0
-    tree_draws = model.alpha > 0 and not model.candidate_pool
-    assert (buffer.tree is not None) == tree_draws, "a tree is kept exactly where the draws read it"
-    if tree_draws:
-        buffer.sample_weighted(1)  # new rows get their priority lazily: read once
-        leaves = buffer.tree.leaves
-        assert np.all(np.isfinite(leaves)) and np.all(leaves >= 0) and buffer.tree.total > 0
     if model.extractor is not None:
         assert np.isfinite(model.extractor_auc), "the classifier was never fitted"
         assert model.extractor.net[-1].weight.abs().sum().item() > 0
